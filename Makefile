@@ -6,7 +6,6 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.md))
-export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
 .PHONY: book test unit notebooks bench clean

@@ -1,0 +1,882 @@
+"""The Foundations toolkit: Rademacher complexity, covers, Dudley integrals, Maurey, softmax.
+
+Conventions (stated once, used everywhere in this module)
+--------------------------------------------------------
+Empirical Rademacher complexity of a class ``H`` of real functions on a sample
+``S = (x_1, ..., x_n)``::
+
+    Rad_S(H) = E_sigma [ sup_{h in H} (1/n) sum_i sigma_i h(x_i) ]
+
+with ``sigma`` uniform on ``{-1, +1}^n`` and *no* absolute value inside the supremum
+(the convention of Bartlett & Mendelson (2002) without the absolute value, as in
+Mohri et al. (2018) and Shalev-Shwartz & Ben-David (2014)). Estimators here draw
+``n_draws`` sign vectors and return the sample mean and its standard error.
+
+Covering numbers: ``N(eps)`` is the smallest number of closed ``eps``-balls (in the stated
+norm, centres anywhere) whose union contains the set. Dudley's entropy integral is used in
+the "refined" form the papers quote (Trauger & Tewari 2024, eq. before Lemma 3.1; the shallow-
+encoder paper, Lemma 1)::
+
+    Rad <= c * inf_{delta >= 0} ( delta + w * int_delta^U sqrt(log N(eps) / n) d eps )
+
+with the constants ``c`` and ``w`` (``w = 1`` in those papers; ``4 delta + 12 int`` is
+``c = 4, w = 3``) passed explicitly and ``U`` an upper limit beyond which ``log N = 0`` (the
+radius of the class).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from scipy import integrate, optimize, special
+from scipy.spatial.distance import cdist
+
+__all__ = [
+    "DudleyClosedForm",
+    "MaureyResult",
+    "MonteCarloEstimate",
+    "SoftmaxSearchResult",
+    "adversarial_softmax_search",
+    "covering_number_bounds",
+    "dudley_integral",
+    "dudley_inverse_square",
+    "dudley_optimal_delta",
+    "dudley_parametric_bound",
+    "dudley_parametric_optimal_delta",
+    "empirical_rademacher",
+    "empirical_rademacher_exact",
+    "finite_class_sup",
+    "greedy_cover",
+    "greedy_packing",
+    "linear_l2_sup",
+    "log_covering_inverse_square",
+    "log_covering_parametric",
+    "massart_bound",
+    "maurey_sparsify",
+    "rademacher_finite_class",
+    "rademacher_linear_l2",
+    "rademacher_linear_l2_bound",
+    "rademacher_signs",
+    "softmax_l1_distance",
+    "softmax_l1_sharp_bound",
+    "softmax_linf_ratio",
+    "uniform_deviation_bound",
+]
+
+SeedLike = int | np.random.Generator | None
+SupFn = Callable[[np.ndarray], np.ndarray]
+
+
+# ============================================================================ helpers
+def _rng(seed: SeedLike) -> np.random.Generator:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise ValueError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
+    return np.random.default_rng(seed)
+
+
+def _pos_int(value: Any, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _pos_float(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    v = float(value)
+    ok = math.isfinite(v) and (v >= 0 if allow_zero else v > 0)
+    if not ok:
+        raise ValueError(
+            f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}, got {value!r}"
+        )
+    return v
+
+
+def _finite_array(x: Any, name: str, ndim: int | None = None, shape_hint: str = "") -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array") from exc
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have shape {shape_hint}; got {arr.shape}")
+    if arr.size == 0 or any(s == 0 for s in arr.shape):
+        raise ValueError(f"{name} must be non-empty; got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+# ============================================================================ Rademacher
+@dataclass(frozen=True)
+class MonteCarloEstimate:
+    """A Monte Carlo mean with its standard error (sample std / sqrt(n_draws))."""
+
+    mean: float
+    stderr: float
+    n_draws: int
+
+    def interval(self, z: float = 2.0) -> tuple[float, float]:
+        """``mean -+ z * stderr``."""
+        return (self.mean - z * self.stderr, self.mean + z * self.stderr)
+
+
+def rademacher_signs(n_draws: int, n: int, seed: SeedLike = 0) -> np.ndarray:
+    """``n_draws`` independent Rademacher vectors, shape ``(n_draws, n)``, float64 entries +-1."""
+    n_draws = _pos_int(n_draws, "n_draws")
+    n = _pos_int(n, "n")
+    rng = _rng(seed)
+    return rng.integers(0, 2, size=(n_draws, n)).astype(np.float64) * 2.0 - 1.0
+
+
+def _check_sup_output(vals: Any, batch: int) -> np.ndarray:
+    out = np.asarray(vals, dtype=np.float64)
+    if out.shape != (batch,):
+        raise ValueError(
+            f"sup_fn must return shape ({batch},) for a batch of {batch} sign "
+            f"vectors; got {out.shape}"
+        )
+    if not np.all(np.isfinite(out)):
+        raise ValueError("sup_fn returned non-finite values")
+    return out
+
+
+def empirical_rademacher(
+    sup_fn: SupFn,
+    n: int,
+    *,
+    n_draws: int = 1000,
+    seed: SeedLike = 0,
+    batch_size: int = 4096,
+) -> MonteCarloEstimate:
+    """Monte Carlo estimate of the empirical Rademacher complexity ``Rad_S(H)``.
+
+    Parameters
+    ----------
+    sup_fn:
+        Oracle for the class: given sign vectors of shape ``(B, n)`` it returns, for each row
+        ``sigma``, the (unnormalised) supremum ``sup_{h in H} sum_i sigma_i h(x_i)``, shape
+        ``(B,)``. See :func:`linear_l2_sup` and :func:`finite_class_sup`.
+    n:
+        Sample size (length of each sign vector); the estimate is divided by ``n``.
+    n_draws:
+        Number of sign vectors.
+    seed:
+        Seed or Generator for the signs.
+    batch_size:
+        Sign vectors passed to ``sup_fn`` at once.
+
+    Returns
+    -------
+    MonteCarloEstimate
+        Mean of ``sup_fn(sigma) / n`` over the draws and its standard error.
+    """
+    n = _pos_int(n, "n")
+    n_draws = _pos_int(n_draws, "n_draws")
+    batch_size = _pos_int(batch_size, "batch_size")
+    if not callable(sup_fn):
+        raise ValueError("sup_fn must be callable")
+    rng = _rng(seed)
+    vals = np.empty(n_draws)
+    done = 0
+    while done < n_draws:
+        b = min(batch_size, n_draws - done)
+        sig = rademacher_signs(b, n, rng)
+        vals[done : done + b] = _check_sup_output(sup_fn(sig), b) / n
+        done += b
+    se = float(vals.std(ddof=1) / math.sqrt(n_draws)) if n_draws > 1 else math.nan
+    return MonteCarloEstimate(float(vals.mean()), se, n_draws)
+
+
+def empirical_rademacher_exact(sup_fn: SupFn, n: int) -> float:
+    """Exact ``Rad_S(H)`` by enumerating all ``2^n`` sign vectors (``n <= 20``)."""
+    n = _pos_int(n, "n")
+    if n > 20:
+        raise ValueError(f"n must be <= 20 for exact enumeration (2^n sign vectors), got {n}")
+    codes = np.arange(2**n)[:, None] >> np.arange(n)[None, :] & 1
+    sig = codes.astype(np.float64) * 2.0 - 1.0
+    return float(_check_sup_output(sup_fn(sig), 2**n).mean() / n)
+
+
+def linear_l2_sup(X: Any, B: float) -> SupFn:
+    """Supremum oracle for ``H = {x -> <w, x> : ||w||_2 <= B}`` on the rows of ``X`` (n, d).
+
+    By Cauchy–Schwarz, ``sup_w sum_i sigma_i <w, x_i> = B ||sum_i sigma_i x_i||_2``
+    (attained at ``w = B v/||v||``, ``v = X^T sigma``).
+    """
+    Xa = _finite_array(X, "X", ndim=2, shape_hint="(n, d)")
+    Bv = _pos_float(B, "B", allow_zero=True)
+
+    def sup(signs: np.ndarray) -> np.ndarray:
+        return Bv * np.linalg.norm(signs @ Xa, axis=1)
+
+    return sup
+
+
+def rademacher_linear_l2(
+    X: Any, B: float, *, n_draws: int = 1000, seed: SeedLike = 0
+) -> MonteCarloEstimate:
+    """Monte Carlo ``Rad_S`` of the l2-bounded linear class on the rows of ``X`` (n, d).
+
+    Each draw is ``B ||sum_i sigma_i x_i||_2 / n`` (closed-form supremum, see
+    :func:`linear_l2_sup`).
+    """
+    Xa = _finite_array(X, "X", ndim=2, shape_hint="(n, d)")
+    return empirical_rademacher(linear_l2_sup(Xa, B), Xa.shape[0], n_draws=n_draws, seed=seed)
+
+
+def rademacher_linear_l2_bound(X: Any, B: float) -> float:
+    """Upper bound ``B sqrt(sum_i ||x_i||_2^2) / n`` on ``Rad_S`` of the l2-bounded linear class.
+
+    Jensen: ``E||sum sigma_i x_i|| <= sqrt(E||sum sigma_i x_i||^2) = sqrt(sum ||x_i||^2)``.
+    """
+    Xa = _finite_array(X, "X", ndim=2, shape_hint="(n, d)")
+    Bv = _pos_float(B, "B", allow_zero=True)
+    return float(Bv * math.sqrt(float((Xa**2).sum())) / Xa.shape[0])
+
+
+def finite_class_sup(predictions: Any) -> SupFn:
+    """Supremum oracle for a finite class given as a matrix ``predictions[h, i] = h(x_i)``.
+
+    ``sup_h sum_i sigma_i h(x_i) = max_h (P sigma)_h`` for ``P`` of shape ``(|H|, n)``.
+    """
+    P = _finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
+
+    def sup(signs: np.ndarray) -> np.ndarray:
+        return (signs @ P.T).max(axis=1)
+
+    return sup
+
+
+def rademacher_finite_class(
+    predictions: Any, *, n_draws: int = 1000, seed: SeedLike = 0
+) -> MonteCarloEstimate:
+    """Monte Carlo ``Rad_S`` of a finite class, ``predictions`` of shape ``(|H|, n)``."""
+    P = _finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
+    return empirical_rademacher(finite_class_sup(P), P.shape[1], n_draws=n_draws, seed=seed)
+
+
+def massart_bound(predictions: Any) -> float:
+    """Massart's finite-class lemma: ``Rad_S(H) <= max_h ||h||_2 sqrt(2 log |H|) / n``.
+
+    ``||h||_2`` is the Euclidean norm of the prediction vector ``(h(x_1), ..., h(x_n))``; a
+    single hypothesis gives 0 (its Rademacher average is exactly 0).
+    """
+    P = _finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
+    m, n = P.shape
+    return float(np.linalg.norm(P, axis=1).max() * math.sqrt(2.0 * math.log(m)) / n)
+
+
+def uniform_deviation_bound(
+    rademacher: float,
+    n: int,
+    delta: float,
+    *,
+    loss_range: float = 1.0,
+    empirical: bool = False,
+) -> float:
+    """The symmetrisation + McDiarmid bound on ``sup_h (L(h) - L_S(h))``.
+
+    For a loss class with values in an interval of length ``loss_range``, with probability at
+    least ``1 - delta`` over an i.i.d. sample of size ``n`` (Bartlett & Mendelson 2002; Mohri
+    et al. 2018, Thm 3.3; Shalev-Shwartz & Ben-David 2014, Thm 26.5)::
+
+        empirical=False:  sup_h (L - L_S) <= 2 E_S[Rad_S] + loss_range sqrt(log(1/delta) / (2n))
+        empirical=True:   sup_h (L - L_S) <= 2 Rad_S + 3 loss_range sqrt(log(2/delta) / (2n))
+
+    Parameters
+    ----------
+    rademacher:
+        ``E_S Rad_S`` of the *loss* class (``empirical=False``) or ``Rad_S`` on the sample.
+    """
+    r = _pos_float(rademacher, "rademacher", allow_zero=True)
+    n = _pos_int(n, "n")
+    d = _pos_float(delta, "delta")
+    if d >= 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    c = _pos_float(loss_range, "loss_range")
+    if empirical:
+        return 2 * r + 3 * c * math.sqrt(math.log(2 / d) / (2 * n))
+    return 2 * r + c * math.sqrt(math.log(1 / d) / (2 * n))
+
+
+# ============================================================================ Dudley
+def log_covering_inverse_square(A: float) -> Callable[[float], float]:
+    """``eps -> A / eps^2``: the norm-based (Maurey-type) log covering numbers of the papers."""
+    a = _pos_float(A, "A", allow_zero=True)
+    return lambda eps: a / eps**2
+
+
+def log_covering_parametric(dim: int, radius: float) -> Callable[[float], float]:
+    """``eps -> dim * log(1 + 2 radius / eps)``: a radius-``radius`` ball in ``R^dim``.
+
+    (The volumetric bound ``N(eps) <= (1 + 2r/eps)^dim`` for any norm ball.)
+    """
+    p = _pos_int(dim, "dim")
+    r = _pos_float(radius, "radius")
+    return lambda eps: p * math.log1p(2.0 * r / eps)
+
+
+def _check_dudley_args(n: Any, upper: Any, c: Any, weight: Any) -> tuple[int, float, float, float]:
+    return (
+        _pos_int(n, "n"),
+        _pos_float(upper, "upper"),
+        _pos_float(c, "c"),
+        _pos_float(weight, "weight"),
+    )
+
+
+def _integrand(log_covering: Callable[[float], float], n: int) -> Callable[[float], float]:
+    def f(eps: float) -> float:
+        val = float(log_covering(eps))
+        if math.isnan(val) or val < 0:
+            raise ValueError(f"log_covering({eps!r}) = {val!r}; log covering numbers must be >= 0")
+        if math.isinf(val):
+            raise ValueError(f"log_covering({eps!r}) is infinite")
+        return math.sqrt(val / n)
+
+    return f
+
+
+def _entropy_integral(
+    log_covering: Callable[[float], float], n: int, lo: float, hi: float
+) -> float:
+    """``int_lo^hi sqrt(log N(eps)/n) d eps`` by adaptive quadrature (log-substitution if lo>0)."""
+    if hi <= lo:
+        return 0.0
+    f = _integrand(log_covering, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", integrate.IntegrationWarning)
+        try:
+            if lo > 0:
+                val, _ = integrate.quad(
+                    lambda t: f(math.exp(t)) * math.exp(t),
+                    math.log(lo),
+                    math.log(hi),
+                    limit=200,
+                    epsabs=0.0,
+                    epsrel=1e-10,
+                )
+            else:
+                val, _ = integrate.quad(f, 0.0, hi, limit=200, epsabs=0.0, epsrel=1e-10)
+        except integrate.IntegrationWarning as exc:
+            raise ValueError(
+                f"the entropy integral from delta={lo!r} to upper={hi!r} did not converge "
+                f"({exc}); if log N(eps) grows like 1/eps^2 the integral diverges at delta=0"
+            ) from exc
+    return float(val)
+
+
+def dudley_integral(
+    log_covering: Callable[[float], float],
+    n: int,
+    upper: float,
+    c: float = 1.0,
+    delta: float | None = None,
+    *,
+    weight: float = 1.0,
+) -> float:
+    """Dudley's entropy integral ``c * (delta + w * int_delta^U sqrt(log N(eps)/n) d eps)``.
+
+    Parameters
+    ----------
+    log_covering:
+        ``eps -> log N(eps)`` (natural log), non-negative and finite on ``(0, upper]``.
+    n:
+        Sample size.
+    upper:
+        Upper limit ``U`` of the integral (beyond it ``log N = 0``).
+    c:
+        Overall constant (the papers' unspecified ``c``).
+    delta:
+        Lower limit in ``[0, upper]``; ``None`` (default) minimises over ``delta`` with
+        :func:`dudley_optimal_delta`, i.e. returns the infimum.
+    weight:
+        Constant ``w`` in front of the integral (``4 delta + 12 int`` is ``c=4, weight=3``).
+
+    Raises
+    ------
+    ValueError
+        Bad constants, ``delta`` outside ``[0, upper]``, negative / non-finite ``log N``, or a
+        divergent integral (e.g. ``log N = A/eps^2`` with ``delta = 0``).
+    """
+    n, U, cv, w = _check_dudley_args(n, upper, c, weight)
+    if delta is None:
+        d = dudley_optimal_delta(log_covering, n, U, weight=w)
+    else:
+        d = _pos_float(delta, "delta", allow_zero=True)
+        if d > U:
+            raise ValueError(f"delta must be in [0, upper={U}], got {delta!r}")
+    return cv * (d + w * _entropy_integral(log_covering, n, d, U))
+
+
+def dudley_optimal_delta(
+    log_covering: Callable[[float], float],
+    n: int,
+    upper: float,
+    *,
+    weight: float = 1.0,
+    grid_size: int = 241,
+) -> float:
+    """The ``delta`` in ``[0, upper]`` minimising ``delta + w int_delta^U sqrt(log N/n)``.
+
+    The derivative in ``delta`` is ``1 - w sqrt(log N(delta)/n)``. When ``log N`` is
+    non-increasing (true covering numbers always are) the objective is convex and the minimiser
+    is the smallest ``delta`` with ``w^2 log N(delta) <= n``, found by root finding in
+    ``log delta`` (``upper`` if ``w^2 log N(upper) > n``; ``0.0`` if ``w^2 log N <= n`` down to
+    ``delta = upper * 1e-150``). For a ``log N`` that is not monotone on the search grid the
+    objective is minimised numerically: a log-spaced grid on ``[upper*1e-12, upper]``, then a
+    bounded scalar minimisation around the best grid point.
+    """
+    n, U, _, w = _check_dudley_args(n, upper, 1.0, weight)
+    grid_size = _pos_int(grid_size, "grid_size", minimum=3)
+    ts = np.linspace(math.log(U) - 12 * math.log(10), math.log(U), grid_size)
+    vals = np.array([float(log_covering(math.exp(t))) for t in ts])
+    if np.any(np.isnan(vals)) or np.any(vals < 0):
+        raise ValueError("log_covering must return values >= 0 on (0, upper]")
+    if np.all(np.diff(vals) <= 1e-12 * np.maximum(1.0, np.abs(vals[:-1]))):
+        # monotone case: root of h(t) = w^2 log N(e^t) - n
+        def h(t: float) -> float:
+            v = w * w * float(log_covering(math.exp(t))) - n
+            return min(v, 1e300) if not math.isnan(v) else 1e300
+
+        if h(math.log(U)) > 0:
+            return U
+        t_lo = math.log(U) - 150 * math.log(10)  # upper * 1e-150
+        if h(t_lo) <= 0:
+            return 0.0
+        t_star = optimize.brentq(h, t_lo, math.log(U), xtol=1e-14, rtol=1e-14, maxiter=500)
+        return float(math.exp(t_star))
+
+    # general case: numerical minimisation of the objective
+    deltas = np.exp(ts)
+    seg = [
+        _entropy_integral(log_covering, n, deltas[i], deltas[i + 1]) for i in range(grid_size - 1)
+    ]
+    tail = np.concatenate([np.cumsum(seg[::-1])[::-1], [0.0]])
+    obj = deltas + w * tail
+    j = int(np.argmin(obj))
+    lo, hi = ts[max(j - 1, 0)], ts[min(j + 1, grid_size - 1)]
+
+    def g(t: float) -> float:
+        d = math.exp(t)
+        return d + w * _entropy_integral(log_covering, n, d, U)
+
+    res = optimize.minimize_scalar(g, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+    best_t = float(res.x) if res.fun <= obj[j] else float(ts[j])
+    return float(math.exp(best_t))
+
+
+@dataclass(frozen=True)
+class DudleyClosedForm:
+    """Value of ``c * inf_delta(...)`` and the minimising ``delta``."""
+
+    value: float
+    delta: float
+
+
+def dudley_inverse_square(
+    A: float, n: int, upper: float, c: float = 1.0, *, weight: float = 1.0
+) -> DudleyClosedForm:
+    """Closed form of Dudley's integral for ``log N(eps) = A / eps^2``.
+
+    With ``a = w sqrt(A/n)`` the objective is ``delta + a log(U/delta)`` on ``(0, U]``, convex,
+    with derivative ``1 - a/delta``; hence::
+
+        a < U:  delta* = a,  value = c * a * (1 + log(U / a))
+        a >= U: delta* = U,  value = c * U
+
+    (This is the computation of the shallow-encoder paper, Lemma 1, and of Trauger & Tewari's
+    Thm 4.1, there with ``log(U/delta)`` left unoptimised.)
+    """
+    Av = _pos_float(A, "A", allow_zero=True)
+    n, U, cv, w = _check_dudley_args(n, upper, c, weight)
+    a = w * math.sqrt(Av / n)
+    if a >= U:
+        return DudleyClosedForm(cv * U, U)
+    if a == 0.0:
+        return DudleyClosedForm(0.0, 0.0)
+    return DudleyClosedForm(cv * a * (1.0 + math.log(U / a)), a)
+
+
+def dudley_parametric_optimal_delta(
+    dim: int, radius: float, n: int, *, weight: float = 1.0
+) -> float:
+    """Exact minimiser for ``log N(eps) = dim log(1 + 2 radius / eps)`` (before capping at U).
+
+    Solving ``w^2 dim log(1 + 2r/delta) = n`` gives ``delta* = 2r / (exp(n / (w^2 dim)) - 1)``;
+    the minimiser over ``[0, U]`` is ``min(delta*, U)``.
+    """
+    p = _pos_int(dim, "dim")
+    r = _pos_float(radius, "radius")
+    n = _pos_int(n, "n")
+    w = _pos_float(weight, "weight")
+    x = n / (w * w * p)
+    return 0.0 if x > 700 else float(2.0 * r / math.expm1(x))
+
+
+def dudley_parametric_bound(
+    dim: int, radius: float, n: int, upper: float, c: float = 1.0, *, weight: float = 1.0
+) -> float:
+    """Closed-form upper bound on Dudley's integral for ``log N = dim log(1 + 2r/eps)``.
+
+    Take ``delta = 0`` and use ``1 + 2r/eps <= R/eps`` on ``(0, U]`` with ``R = U + 2r``::
+
+        int_0^U sqrt(log(R/eps)) d eps = R * Gamma(3/2, log(R/U))
+
+    (substitute ``eps = R e^{-s}``; ``Gamma(., .)`` is the upper incomplete gamma function).
+    Hence ``inf_delta(...) <= c w sqrt(dim/n) R Gamma(3/2, log(R/U))``. For ``U = r`` this is
+    ``3 r Gamma(3/2, log 3) c w sqrt(dim/n) ~ 1.17 r c w sqrt(dim/n)``: the parametric
+    ``sqrt(dim/n)`` rate with no logarithm.
+    """
+    p = _pos_int(dim, "dim")
+    r = _pos_float(radius, "radius")
+    n, U, cv, w = _check_dudley_args(n, upper, c, weight)
+    R = U + 2.0 * r
+    inc = special.gamma(1.5) * special.gammaincc(1.5, math.log(R / U))
+    return float(cv * w * math.sqrt(p / n) * R * inc)
+
+
+# ============================================================================ covers
+def _check_p(p: Any) -> float:
+    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
+        raise ValueError(f"p must be a number in [1, inf], got {p!r}")
+    pv = float(p)
+    if math.isnan(pv) or pv < 1:
+        raise ValueError(f"p must be in [1, inf], got {p!r}")
+    return pv
+
+
+def _dist_row(points: np.ndarray, i: int, p: float) -> np.ndarray:
+    if math.isinf(p):
+        return cdist(points[i : i + 1], points, metric="chebyshev")[0]
+    return cdist(points[i : i + 1], points, metric="minkowski", p=p)[0]
+
+
+def greedy_packing(points: Any, separation: float, *, p: float = 2.0) -> np.ndarray:
+    """Indices of a maximal subset whose pairwise l_p distances all exceed ``separation``.
+
+    Greedy in the given order: a point is kept when it is farther than ``separation`` from all
+    points kept so far. The kept set is maximal, hence also an internal ``separation``-cover.
+    """
+    P = _finite_array(points, "points", ndim=2, shape_hint="(n_points, dim)")
+    s = _pos_float(separation, "separation", allow_zero=True)
+    pv = _check_p(p)
+    covered = np.zeros(P.shape[0], dtype=bool)
+    centres: list[int] = []
+    for i in range(P.shape[0]):
+        if covered[i]:
+            continue
+        centres.append(i)
+        covered |= _dist_row(P, i, pv) <= s
+    return np.asarray(centres, dtype=np.int64)
+
+
+def greedy_cover(points: Any, eps: float, *, p: float = 2.0) -> np.ndarray:
+    """Indices of centres of a greedy internal ``eps``-cover of a finite point cloud (l_p).
+
+    Every point lies within distance ``eps`` of a returned centre, so
+    ``N(eps) <= len(greedy_cover(points, eps))``. (Same algorithm as :func:`greedy_packing`.)
+    """
+    e = _pos_float(eps, "eps")
+    return greedy_packing(points, e, p=p)
+
+
+def covering_number_bounds(points: Any, eps: float, *, p: float = 2.0) -> tuple[int, int]:
+    """``(lower, upper)`` with ``lower <= N(eps) <= upper`` for a finite point cloud in l_p.
+
+    ``N(eps)`` is the external covering number (closed balls, centres anywhere in ``R^dim``).
+    ``upper``: size of a greedy internal ``eps``-cover. ``lower``: size of a greedy packing
+    with separation ``> 2 eps``: a closed ``eps``-ball contains at most one of its points.
+    """
+    e = _pos_float(eps, "eps")
+    upper = len(greedy_cover(points, e, p=p))
+    lower = len(greedy_packing(points, 2.0 * e, p=p))
+    return lower, upper
+
+
+# ============================================================================ Maurey
+@dataclass(frozen=True)
+class MaureyResult:
+    """Squared errors of Maurey's empirical approximation over independent draws.
+
+    Attributes
+    ----------
+    sq_errors:
+        ``||f - f_k||_2^2`` for each draw, shape ``(n_draws,)``.
+    expected_sq_error:
+        Exact ``E ||f - f_k||^2`` for the scheme (see :func:`maurey_sparsify`).
+    bound:
+        The lemma's bound for the scheme (``>= expected_sq_error``).
+    gamma, b, f_sq_norm, k, scheme:
+        ``||alpha||_1``, the atom-norm bound, ``||f||^2``, the number of samples, the scheme.
+    atoms_used:
+        Number of non-zero atoms drawn in each draw (``sum_i k_i <= k``), shape ``(n_draws,)``.
+    """
+
+    sq_errors: np.ndarray
+    expected_sq_error: float
+    bound: float
+    gamma: float
+    b: float
+    f_sq_norm: float
+    k: int
+    scheme: str
+    atoms_used: np.ndarray
+
+
+def maurey_sparsify(
+    alpha: Any,
+    atoms: Any,
+    k: int,
+    *,
+    n_draws: int = 1000,
+    seed: SeedLike = 0,
+    scheme: Literal["zhang", "scaled"] = "zhang",
+    b: float | None = None,
+) -> MaureyResult:
+    """Draw Maurey's k-term empirical approximation of ``f = sum_j alpha_j g_j`` many times.
+
+    Signs are absorbed into the atoms (``V_j = sign(alpha_j) g_j``, weights ``|alpha_j|``), so
+    ``f = sum_j |alpha_j| V_j`` with non-negative weights as in the lemma. Let
+    ``gamma = ||alpha||_1`` and ``b >= max_j ||g_j||_2``.
+
+    ``scheme="zhang"`` (the form of Trauger & Tewari's Lemma 3.1, after Zhang 2002; needs
+    ``gamma <= 1``): draw ``k`` i.i.d. indices from ``(|alpha_1|, ..., |alpha_d|, 1 - gamma)``
+    over the atoms ``(V_1, ..., V_d, 0)`` and set ``f_k = (1/k) sum_i k_i V_i`` where ``k_i``
+    counts atom ``i`` (so ``sum_i k_i <= k``). Then ``E f_k = f`` and exactly::
+
+        E||f - f_k||^2 = (sum_j |alpha_j| ||g_j||^2 - ||f||^2) / k <= (gamma b^2 - ||f||^2) / k.
+
+    ``scheme="scaled"``: draw from ``|alpha_j| / gamma`` and set ``f_k = (gamma/k) sum_i k_i V_i``
+    (``sum_i k_i = k``; any ``gamma > 0``); exactly::
+
+        E||f - f_k||^2 = (gamma sum_j |alpha_j| ||g_j||^2 - ||f||^2) / k
+                       <= (gamma^2 b^2 - ||f||^2) / k.
+
+    The lemma as printed in Trauger & Tewari combines the *first* approximant with the *second*
+    bound (``gamma^2 b^2``); for ``gamma < 1`` that statement can fail (e.g. ``d = 1``,
+    ``alpha = 1/2``, ``k = 1``: every admissible approximant has error ``b^2/4`` but the printed
+    bound is 0). Its use in their covering lemmas needs only ``<= b^2/k``, which both schemes
+    give when ``gamma <= 1``.
+
+    Parameters
+    ----------
+    alpha:
+        Coefficients, shape ``(d,)``, not all zero.
+    atoms:
+        The vectors ``g_j`` as rows, shape ``(d, D)``.
+    k:
+        Number of sampled atoms.
+    b:
+        Norm bound for the atoms (default: the largest atom norm); must be ``>=`` it.
+    """
+    a = _finite_array(alpha, "alpha", ndim=1, shape_hint="(d,)")
+    G = _finite_array(atoms, "atoms", ndim=2, shape_hint="(d, D)")
+    if G.shape[0] != a.shape[0]:
+        raise ValueError(
+            f"atoms must have one row per coefficient: alpha has {a.shape[0]}, "
+            f"atoms has shape {G.shape}"
+        )
+    k = _pos_int(k, "k")
+    n_draws = _pos_int(n_draws, "n_draws")
+    if scheme not in ("zhang", "scaled"):
+        raise ValueError(f"scheme must be 'zhang' or 'scaled', got {scheme!r}")
+    gamma = float(np.abs(a).sum())
+    if gamma == 0:
+        raise ValueError("alpha must not be all zero")
+    norms = np.linalg.norm(G, axis=1)
+    if b is None:
+        bv = float(norms.max())
+    else:
+        bv = _pos_float(b, "b", allow_zero=True)
+        if bv < norms.max() * (1 - 1e-12):
+            raise ValueError(f"b must be >= max_j ||g_j|| = {norms.max()!r}, got {b!r}")
+    V = np.sign(a)[:, None] * G
+    w = np.abs(a)
+    f = w @ V
+    f2 = float(f @ f)
+    second = float(w @ norms**2)  # sum_j |alpha_j| ||g_j||^2
+    rng = _rng(seed)
+    if scheme == "zhang":
+        if gamma > 1 + 1e-12:
+            raise ValueError(
+                f"scheme 'zhang' needs ||alpha||_1 <= 1, got {gamma!r}; rescale or "
+                "use scheme='scaled'"
+            )
+        probs = np.append(w, max(0.0, 1.0 - gamma))
+        probs = probs / probs.sum()
+        counts = rng.multinomial(k, probs, size=n_draws)[:, :-1].astype(np.float64)
+        fk = counts @ V / k
+        expected = (second - f2) / k
+        bound = (gamma * bv**2 - f2) / k
+    else:
+        counts = rng.multinomial(k, w / gamma, size=n_draws).astype(np.float64)
+        fk = gamma * (counts @ V) / k
+        expected = (gamma * second - f2) / k
+        bound = (gamma**2 * bv**2 - f2) / k
+    err = ((fk - f[None, :]) ** 2).sum(axis=1)
+    return MaureyResult(
+        sq_errors=err,
+        expected_sq_error=float(expected),
+        bound=float(bound),
+        gamma=gamma,
+        b=bv,
+        f_sq_norm=f2,
+        k=k,
+        scheme=scheme,
+        atoms_used=counts.sum(axis=1).astype(np.int64),
+    )
+
+
+# ============================================================================ softmax
+def _uv(u: Any, v: Any) -> tuple[np.ndarray, np.ndarray]:
+    ua = _finite_array(u, "u")
+    va = _finite_array(v, "v")
+    if ua.shape != va.shape:
+        raise ValueError(f"u and v must have the same shape; got {ua.shape} and {va.shape}")
+    if ua.ndim < 1:
+        raise ValueError(f"u must have shape (..., k); got {ua.shape}")
+    return ua, va
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def softmax_l1_distance(u: Any, v: Any) -> np.ndarray:
+    """``||softmax(u) - softmax(v)||_1`` along the last axis (shape ``(...)``)."""
+    ua, va = _uv(u, v)
+    return np.abs(_softmax(ua) - _softmax(va)).sum(axis=-1)
+
+
+def softmax_linf_ratio(u: Any, v: Any) -> np.ndarray:
+    """``||softmax(u) - softmax(v)||_1 / ||u - v||_inf`` (pairs with ``u == v`` -> ValueError).
+
+    The supremum of this ratio over all pairs is exactly **1** (approached as ``u - v -> 0``
+    with ``softmax(u)`` split into two halves of mass 1/2, never attained); the inequality
+    ``||softmax(u) - softmax(v)||_1 <= 2 ||u - v||_inf`` quoted by Edelman et al. (2022,
+    Cor. A.7) and Trauger & Tewari (2024, Lemma C.1) is valid but loose by a factor 2.
+    """
+    ua, va = _uv(u, v)
+    den = np.abs(ua - va).max(axis=-1)
+    if np.any(den == 0):
+        raise ValueError("u and v must differ in every pair (||u - v||_inf = 0 somewhere)")
+    return softmax_l1_distance(ua, va) / den
+
+
+def softmax_l1_sharp_bound(u: Any, v: Any) -> np.ndarray:
+    """The sharp bound ``2 tanh(osc(u - v) / 4)`` on ``||softmax(u) - softmax(v)||_1``.
+
+    ``osc(h) = max_i h_i - min_i h_i``. With ``q = softmax(v)``, ``p = softmax(u)``, the ratio
+    ``q_i / p_i`` ranges over an interval of multiplicative width ``exp(osc)`` and has
+    ``p``-mean 1; the total variation ``E_p[(q/p - 1)_+]`` is maximised by a two-point ratio
+    law, giving ``TV <= tanh(osc/4)``, with equality for ``k = 2``,
+    ``u = (L/4, -L/4)``, ``v = (-L/4, L/4)``. Since ``osc <= 2 ||u - v||_inf`` and
+    ``tanh x <= x``, this implies ``<= osc/2 <= ||u - v||_inf``.
+    """
+    ua, va = _uv(u, v)
+    h = ua - va
+    return 2.0 * np.tanh((h.max(axis=-1) - h.min(axis=-1)) / 4.0)
+
+
+@dataclass(frozen=True)
+class SoftmaxSearchResult:
+    """Best pair found by :func:`adversarial_softmax_search` and all restarts' final ratios."""
+
+    best_ratio: float
+    u: np.ndarray
+    v: np.ndarray
+    ratios: np.ndarray
+    denominator: str
+
+
+def adversarial_softmax_search(
+    dim: int,
+    *,
+    denominator: Literal["linf", "sharp"] = "linf",
+    n_restarts: int = 64,
+    steps: int = 400,
+    lr: float = 0.05,
+    init_scale: float = 3.0,
+    seed: SeedLike = 0,
+) -> SoftmaxSearchResult:
+    """Gradient ascent (Adam, float64) on ``||softmax(u) - softmax(v)||_1 / D(u, v)``.
+
+    The pair is parametrised as ``v = u + exp(s) tanh(g)``; restart ``i`` starts from a random
+    ``u`` (scale ``init_scale``) and a perturbation size ``exp(s)`` log-spaced in ``[1e-3, 3]``.
+
+    ``denominator="linf"``: ``D = ||u - v||_inf`` (the Lipschitz ratio, supremum 1);
+    ``denominator="sharp"``: ``D = 2 tanh(osc(u - v)/4)`` (supremum 1, attained).
+    ``n_restarts`` random starting pairs are optimised in parallel; the best final ratio is
+    returned with its pair. A ratio above 1 would refute the corresponding inequality.
+    """
+    dim = _pos_int(dim, "dim", minimum=2)
+    n_restarts = _pos_int(n_restarts, "n_restarts")
+    steps = _pos_int(steps, "steps")
+    lr = _pos_float(lr, "lr")
+    init_scale = _pos_float(init_scale, "init_scale")
+    if denominator not in ("linf", "sharp"):
+        raise ValueError(f"denominator must be 'linf' or 'sharp', got {denominator!r}")
+    rng = _rng(seed)
+    gen = torch.Generator().manual_seed(int(rng.integers(0, 2**63 - 1)))
+    # parametrisation: v = u + h with h = exp(s) * tanh(g); the restarts start at perturbation
+    # sizes exp(s) log-spaced over [1e-3, 3], since the linear ratio is largest for small h
+    u = init_scale * torch.randn(n_restarts, dim, generator=gen, dtype=torch.float64)
+    g = torch.randn(n_restarts, dim, generator=gen, dtype=torch.float64)
+    s = torch.linspace(math.log(1e-3), math.log(3.0), n_restarts, dtype=torch.float64)[:, None]
+    params = [u, g, s]
+    for t in params:
+        t.requires_grad_(True)
+
+    def ratio() -> torch.Tensor:
+        h = torch.exp(s) * torch.tanh(g)
+        num = (torch.softmax(u + h, -1) - torch.softmax(u, -1)).abs().sum(-1)
+        if denominator == "linf":
+            den = h.abs().amax(-1)
+        else:
+            den = 2.0 * torch.tanh((h.amax(-1) - h.amin(-1)) / 4.0)
+        return num / den.clamp_min(1e-300)
+
+    # plain Adam ascent written out (tiny tensors: one intra-op thread avoids oversubscription
+    # overhead, and no optimizer machinery is imported)
+    beta1, beta2, adam_eps = 0.9, 0.999, 1e-8
+    m1 = [torch.zeros_like(t) for t in params]
+    m2 = [torch.zeros_like(t) for t in params]
+    n_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for step in range(1, steps + 1):
+            grads = torch.autograd.grad(ratio().sum(), params)
+            with torch.no_grad():
+                for t, gr, a1, a2 in zip(params, grads, m1, m2, strict=True):
+                    a1.mul_(beta1).add_(gr, alpha=1 - beta1)
+                    a2.mul_(beta2).addcmul_(gr, gr, value=1 - beta2)
+                    a1_hat = a1 / (1 - beta1**step)
+                    a2_hat = a2 / (1 - beta2**step)
+                    t.add_(lr * a1_hat / (a2_hat.sqrt() + adam_eps))
+    finally:
+        torch.set_num_threads(n_threads)
+    with torch.no_grad():
+        v = u + torch.exp(s) * torch.tanh(g)
+    # recompute in numpy (independent code path) for the reported ratios
+    un, vn = u.detach().numpy().copy(), v.detach().numpy().copy()
+    num = softmax_l1_distance(un, vn)
+    h = un - vn
+    den = (
+        np.abs(h).max(-1) if denominator == "linf" else 2.0 * np.tanh((h.max(-1) - h.min(-1)) / 4.0)
+    )
+    ok = den > 0
+    r = np.where(ok, num / np.where(ok, den, 1.0), 0.0)
+    j = int(np.argmax(r))
+    return SoftmaxSearchResult(float(r[j]), un[j], vn[j], r, denominator)

@@ -1,0 +1,381 @@
+"""Spectral quantities and matrix norms, batched over leading dimensions.
+
+Every function takes a numpy array or a torch tensor of shape ``(..., m, n)`` (a batch of
+``m x n`` matrices; the leading dimensions may be absent), computes in ``float64`` unless
+``dtype=`` says otherwise, and returns the same kind of object it was given (numpy in ->
+numpy out, torch in -> torch out on the input's device) with shape ``(...)``.
+
+Definitions used (singular values ``s_1 >= s_2 >= ... >= s_r >= 0``, ``r = min(m, n)``)
+-------------------------------------------------------------------------------------
+effective rank (Roy & Vetterli, 2007)
+    ``erank(A) = exp(H(p))`` with ``p_i = s_i / sum_j s_j`` (the l1-normalised singular values)
+    and ``H(p) = -sum_i p_i log p_i`` the Shannon entropy in nats (``0 log 0 = 0``).
+    This is *not* the "effective rank" of Vershynin's notes (``tr(S)/||S||_op`` of a
+    covariance, which is the stable rank of ``S^{1/2}``), nor the "effective rank" of the
+    participation-ratio literature (``(sum s_i)^2 / sum s_i^2``, here
+    :func:`nuclear_rank_ratio`), nor a numerical rank with a threshold.
+stable rank
+    ``srank(A) = ||A||_F^2 / ||A||_2^2 = sum_i s_i^2 / s_1^2``.
+nuclear rank ratio
+    ``||A||_*^2 / ||A||_F^2 = (sum_i s_i)^2 / sum_i s_i^2`` (the exponential of the Renyi-2
+    entropy of ``p``). For every non-zero ``A``:
+    ``srank(A) <= ||A||_*^2/||A||_F^2 <= erank(A) <= rank(A)``.
+numerical rank
+    number of singular values strictly above a tolerance.
+Schatten p-norm
+    ``(sum_i s_i^p)^{1/p}``: nuclear (p = 1), Frobenius (p = 2), operator (p = inf).
+mixed norm (Trauger & Tewari, 2024)
+    ``||W||_{q,p} = || (||W_{:,1}||_q, ..., ||W_{:,n}||_q) ||_p``: the q-norm of every column,
+    then the p-norm of the vector of column norms. So ``||W||_{1,inf}`` is the largest column
+    l1 norm, ``||W||_{2,1}`` the sum of column l2 norms, ``||W||_{1,1}`` the entrywise l1 norm.
+    (The paper's displayed definition writes the outer index as ``r``, its row count; the
+    subscript ``q,p`` and every later use show that ``p`` is meant.)
+induced norm
+    ``||W||_{q->p} = sup_{x != 0} ||W x||_p / ||x||_q``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+
+__all__ = [
+    "effective_rank",
+    "entrywise_l1",
+    "frobenius_norm",
+    "induced_norm",
+    "mixed_norm",
+    "nuclear_norm",
+    "nuclear_rank_ratio",
+    "numerical_rank",
+    "operator_norm",
+    "schatten_norm",
+    "singular_values",
+    "stable_rank",
+]
+
+ArrayT = TypeVar("ArrayT", np.ndarray, torch.Tensor)
+
+_NP_TO_TORCH = {
+    np.dtype(np.float64): torch.float64,
+    np.dtype(np.float32): torch.float32,
+}
+
+
+# ----------------------------------------------------------------------------- helpers
+def _resolve_dtype(dtype: Any) -> torch.dtype:
+    if dtype is None:
+        return torch.float64
+    if isinstance(dtype, torch.dtype):
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        return dtype
+    try:
+        npd = np.dtype(dtype)
+    except TypeError as exc:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from exc
+    if npd not in _NP_TO_TORCH:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+    return _NP_TO_TORCH[npd]
+
+
+def _as_matrix_batch(A: Any, name: str, dtype: Any) -> tuple[torch.Tensor, bool]:
+    """Validate ``A`` and return (float tensor of shape (..., m, n), input_was_numpy)."""
+    tdtype = _resolve_dtype(dtype)
+    if isinstance(A, torch.Tensor):
+        is_numpy = False
+        t = A
+    elif isinstance(A, np.ndarray):
+        is_numpy = True
+        t = torch.from_numpy(np.ascontiguousarray(A))
+    else:
+        raise ValueError(f"{name} must be a numpy array or a torch tensor, got {type(A).__name__}")
+    if t.is_complex():
+        raise ValueError(f"{name} must be real, got dtype {t.dtype}")
+    if t.ndim < 2:
+        raise ValueError(
+            f"{name} must have shape (..., m, n) with ndim >= 2; got shape {tuple(t.shape)}"
+        )
+    if any(s == 0 for s in t.shape):
+        raise ValueError(f"{name} has an empty dimension; got shape {tuple(t.shape)}")
+    t = t.to(tdtype)
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} contains non-finite values")
+    return t, is_numpy
+
+
+def _out(x: torch.Tensor, is_numpy: bool) -> Any:
+    if is_numpy:
+        arr = x.cpu().numpy()
+        return arr if arr.ndim else arr[()]
+    return x
+
+
+def _check_norm_index(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a number in [1, inf], got {value!r}")
+    v = float(value)
+    if math.isnan(v) or v < 1:
+        raise ValueError(f"{name} must be in [1, inf], got {value!r}")
+    return v
+
+
+def _require_nonzero(s: torch.Tensor, name: str, what: str) -> None:
+    zero = s[..., 0] == 0  # largest singular value is zero <=> zero matrix
+    if bool(zero.any()):
+        idx = tuple(int(i) for i in torch.nonzero(zero)[0].tolist())
+        where = f" (batch index {idx})" if idx else ""
+        raise ValueError(f"{name} is the zero matrix{where}; {what} is undefined for it")
+
+
+# ----------------------------------------------------------------------------- spectra
+def _svdvals(t: torch.Tensor) -> torch.Tensor:
+    """Singular values; LAPACK through numpy for CPU tensors that need no gradient.
+
+    numpy's LAPACK call is as accurate as torch's and, on a busy machine, avoids the large
+    slow-down torch's intra-op thread pool shows for small batched SVDs under oversubscription.
+    """
+    if t.device.type == "cpu" and not t.requires_grad:
+        return torch.from_numpy(np.linalg.svd(t.numpy(), compute_uv=False))
+    return torch.linalg.svdvals(t)
+
+
+def _svals(A: Any, name: str, dtype: Any) -> tuple[torch.Tensor, bool]:
+    t, is_numpy = _as_matrix_batch(A, name, dtype)
+    return _svdvals(t), is_numpy
+
+
+def singular_values(A: ArrayT, *, dtype: Any = None) -> ArrayT:
+    """Singular values of each matrix in the batch, in non-increasing order.
+
+    Parameters
+    ----------
+    A:
+        Array or tensor of shape ``(..., m, n)``.
+    dtype:
+        Computation dtype, float32 or float64 (default ``float64``).
+
+    Returns
+    -------
+    Same kind as ``A``, shape ``(..., min(m, n))``.
+    """
+    s, is_numpy = _svals(A, "A", dtype)
+    return _out(s, is_numpy)
+
+
+def effective_rank(A: ArrayT, eps: float = 0.0, *, dtype: Any = None) -> ArrayT:
+    """Effective rank in the sense of Roy & Vetterli (2007).
+
+    ``erank(A) = exp(-sum_i p_i log p_i)`` with ``p_i = s_i / sum_j s_j``: the exponential of the
+    Shannon entropy (nats, ``0 log 0 = 0``) of the l1-normalised singular values. It equals
+    ``k`` for a matrix with ``k`` equal non-zero singular values, is invariant to scaling
+    ``A -> c A`` (``c != 0``), and lies in ``[1, rank(A)]``.
+
+    Other quantities called "effective rank" elsewhere, and *not* computed here: the
+    participation ratio ``(sum s_i)^2 / sum s_i^2`` (see :func:`nuclear_rank_ratio`, a lower
+    bound on this one), the stable rank ``||A||_F^2/||A||_2^2`` (:func:`stable_rank`), the
+    ratio ``tr(S)/||S||_op`` of a PSD matrix used by Vershynin / Bartlett et al. (the stable
+    rank of ``S^{1/2}``), and threshold counts (:func:`numerical_rank`).
+
+    Parameters
+    ----------
+    A:
+        Array or tensor of shape ``(..., m, n)``.
+    eps:
+        Relative truncation: singular values ``<= eps * s_1`` are set to exactly zero before
+        normalising (default ``0.0``: no truncation; round-off singular values of size
+        ``~1e-16 s_1`` then contribute ``~1e-14`` to the entropy).
+    dtype:
+        Computation dtype, float32 or float64 (default ``float64``).
+
+    Raises
+    ------
+    ValueError
+        Bad shape / non-finite entries, ``eps`` outside ``[0, 1)``, or a zero matrix (``p`` is
+        undefined).
+    """
+    if not isinstance(eps, int | float) or isinstance(eps, bool) or not 0.0 <= eps < 1.0:
+        raise ValueError(f"eps must be a float in [0, 1), got {eps!r}")
+    s, is_numpy = _svals(A, "A", dtype)
+    _require_nonzero(s, "A", "the effective rank")
+    if eps > 0:
+        s = torch.where(s <= eps * s[..., :1], torch.zeros_like(s), s)
+    p = s / s.sum(dim=-1, keepdim=True)
+    entropy = -torch.special.xlogy(p, p).sum(dim=-1)
+    return _out(torch.exp(entropy), is_numpy)
+
+
+def stable_rank(A: ArrayT, *, dtype: Any = None) -> ArrayT:
+    """Stable rank ``||A||_F^2 / ||A||_2^2 = sum_i s_i^2 / s_1^2`` (zero matrix -> ValueError)."""
+    s, is_numpy = _svals(A, "A", dtype)
+    _require_nonzero(s, "A", "the stable rank")
+    return _out((s**2).sum(dim=-1) / s[..., 0] ** 2, is_numpy)
+
+
+def nuclear_rank_ratio(A: ArrayT, *, dtype: Any = None) -> ArrayT:
+    """``||A||_*^2 / ||A||_F^2 = (sum_i s_i)^2 / sum_i s_i^2`` (zero matrix -> ValueError).
+
+    This is ``1 / sum_i p_i^2`` for ``p_i = s_i / sum_j s_j``, the exponential of the Renyi
+    entropy of order 2 of ``p``; since Renyi entropies decrease in the order it lies below the
+    Roy–Vetterli effective rank, and Cauchy–Schwarz-type arguments put it above the stable rank:
+    ``stable_rank <= nuclear_rank_ratio <= effective_rank <= rank``.
+    """
+    s, is_numpy = _svals(A, "A", dtype)
+    _require_nonzero(s, "A", "the nuclear rank ratio")
+    return _out(s.sum(dim=-1) ** 2 / (s**2).sum(dim=-1), is_numpy)
+
+
+def numerical_rank(A: ArrayT, tol: float | None = None, *, dtype: Any = None) -> ArrayT:
+    """Number of singular values strictly greater than ``tol``.
+
+    Parameters
+    ----------
+    tol:
+        Absolute threshold. Default (as in ``numpy.linalg.matrix_rank``):
+        ``s_1 * max(m, n) * machine_eps(dtype)``, per matrix. The zero matrix has rank 0.
+
+    Returns
+    -------
+    Integer array / tensor (int64) of shape ``(...)``.
+    """
+    t, is_numpy = _as_matrix_batch(A, "A", dtype)
+    s = _svdvals(t)
+    if tol is None:
+        m, n = t.shape[-2:]
+        thr = s[..., :1] * max(m, n) * torch.finfo(t.dtype).eps
+    else:
+        if (
+            isinstance(tol, bool)
+            or not isinstance(tol, int | float)
+            or not (math.isfinite(tol) and tol >= 0)
+        ):
+            raise ValueError(f"tol must be a finite float >= 0 or None, got {tol!r}")
+        thr = torch.full_like(s[..., :1], float(tol))
+    return _out((s > thr).sum(dim=-1).to(torch.int64), is_numpy)
+
+
+# ----------------------------------------------------------------------------- norms
+def schatten_norm(A: ArrayT, p: float, *, dtype: Any = None) -> ArrayT:
+    """Schatten p-norm ``(sum_i s_i^p)^{1/p}`` for ``p`` in ``[1, inf]`` (``inf``: largest s_i)."""
+    pv = _check_norm_index(p, "p")
+    s, is_numpy = _svals(A, "A", dtype)
+    if math.isinf(pv):
+        return _out(s[..., 0], is_numpy)
+    return _out(torch.linalg.vector_norm(s, ord=pv, dim=-1), is_numpy)
+
+
+def nuclear_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
+    """Nuclear (trace) norm ``||A||_* = sum_i s_i`` (Schatten 1)."""
+    return schatten_norm(A, 1, dtype=dtype)
+
+
+def frobenius_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
+    """Frobenius norm ``||A||_F = sqrt(sum_ij A_ij^2) = sqrt(sum_i s_i^2)`` (Schatten 2)."""
+    t, is_numpy = _as_matrix_batch(A, "A", dtype)
+    return _out(torch.linalg.vector_norm(t, ord=2, dim=(-2, -1)), is_numpy)
+
+
+def operator_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
+    """Operator (spectral) norm ``||A||_2 = ||A||_{2->2} = s_1`` (Schatten inf)."""
+    return schatten_norm(A, math.inf, dtype=dtype)
+
+
+def mixed_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
+    """Mixed norm ``||W||_{q,p}`` in the convention of Trauger & Tewari (2024).
+
+    ``||W||_{q,p} = || (||W_{:,1}||_q, ..., ||W_{:,n}||_q) ||_p``: first the q-norm of every
+    **column**, then the p-norm across columns. Examples for ``W`` of shape ``(m, n)``:
+    ``||W||_{1,1}`` = sum of ``|W_ij|``; ``||W||_{2,1}`` = sum of column Euclidean norms;
+    ``||W||_{1,inf}`` = largest column l1 norm (= ``||W||_{1->1}``); ``||W||_{2,2}`` = Frobenius.
+    Beware that other papers (e.g. Bartlett et al., 2017, who apply ``||.||_{2,1}`` to
+    ``W^T``) take rows instead of columns: transpose first to get their convention.
+
+    Parameters
+    ----------
+    W:
+        Shape ``(..., m, n)``.
+    q, p:
+        Norm indices in ``[1, inf]`` (``math.inf`` / ``float("inf")`` allowed).
+    """
+    qv = _check_norm_index(q, "q")
+    pv = _check_norm_index(p, "p")
+    t, is_numpy = _as_matrix_batch(W, "W", dtype)
+    cols = torch.linalg.vector_norm(t, ord=qv, dim=-2)
+    return _out(torch.linalg.vector_norm(cols, ord=pv, dim=-1), is_numpy)
+
+
+def _dual(q: float) -> float:
+    if q == 1.0:
+        return math.inf
+    if math.isinf(q):
+        return 1.0
+    return q / (q - 1.0)
+
+
+def induced_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
+    """Induced (operator) norm ``||W||_{q->p} = sup_{x != 0} ||W x||_p / ||x||_q``.
+
+    Only the cases with an exact closed form are computed:
+
+    * ``q = 1`` (any ``p``): the largest column p-norm, ``max_j ||W_{:,j}||_p`` (the unit
+      l1 ball is the convex hull of ``+-e_j``);
+    * ``p = inf`` (any ``q``): the largest row dual norm, ``max_i ||W_{i,:}||_{q*}`` with
+      ``1/q + 1/q* = 1`` (Hoelder, attained coordinate by coordinate);
+    * ``q = p = 2``: the largest singular value.
+
+    Every other ``(q, p)`` (e.g. ``inf -> 1``, which is NP-hard in general) raises
+    ``ValueError`` rather than returning an approximation.
+    """
+    qv = _check_norm_index(q, "q")
+    pv = _check_norm_index(p, "p")
+    t, is_numpy = _as_matrix_batch(W, "W", dtype)
+    if qv == 1.0:
+        val = torch.linalg.vector_norm(t, ord=pv, dim=-2).amax(dim=-1)
+    elif math.isinf(pv):
+        val = torch.linalg.vector_norm(t, ord=_dual(qv), dim=-1).amax(dim=-1)
+    elif qv == 2.0 and pv == 2.0:
+        val = _svdvals(t)[..., 0]
+    else:
+        raise ValueError(
+            f"induced_norm has no closed form for (q, p) = ({q}, {p}); supported: q = 1, "
+            "p = inf, or q = p = 2"
+        )
+    return _out(val, is_numpy)
+
+
+def entrywise_l1(tensors: Iterable[Any]) -> float:
+    """Sum of absolute values of all entries of all arrays / tensors in ``tensors``.
+
+    This is the "l1 norm of the weights" Trauger & Tewari (2024) report in their sparse
+    majority experiment (the sum over all weight matrices of ``||W||_{1,1}``). Accepts numpy
+    arrays, torch tensors (any device, gradients ignored) and Python scalars of any shape;
+    returns a Python float computed in float64.
+
+    Raises
+    ------
+    ValueError
+        If ``tensors`` is empty, an element is not numeric, or any entry is non-finite.
+    """
+    if isinstance(tensors, np.ndarray | torch.Tensor):
+        tensors = [tensors]
+    total = 0.0
+    count = 0
+    for i, x in enumerate(tensors):
+        count += 1
+        if isinstance(x, torch.Tensor):
+            arr = x.detach().to("cpu", torch.float64).numpy()
+        else:
+            try:
+                arr = np.asarray(x, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"tensors[{i}] is not numeric: {type(x).__name__}") from exc
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"tensors[{i}] contains non-finite values")
+        total += float(np.abs(arr).sum())
+    if count == 0:
+        raise ValueError("tensors must contain at least one array")
+    return total

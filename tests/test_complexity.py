@@ -1,0 +1,386 @@
+"""Tests for genbounds.complexity."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from genbounds import complexity as cx
+
+# ============================================================================ Rademacher
+
+
+def test_signs_are_pm1_and_balanced() -> None:
+    s = cx.rademacher_signs(2000, 50, seed=1)
+    assert s.shape == (2000, 50)
+    assert set(np.unique(s)) == {-1.0, 1.0}
+    assert abs(s.mean()) < 0.01
+
+
+def test_linear_mc_matches_exact_enumeration() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 3))
+    exact = cx.empirical_rademacher_exact(cx.linear_l2_sup(X, 2.0), 10)
+    est = cx.rademacher_linear_l2(X, 2.0, n_draws=20000, seed=3)
+    assert abs(est.mean - exact) < 4 * est.stderr
+    assert est.stderr < 0.02 * exact
+    # Jensen bound holds for the exact value and is not absurdly loose
+    bound = cx.rademacher_linear_l2_bound(X, 2.0)
+    assert exact <= bound
+    assert exact >= bound / math.sqrt(2)  # Khintchine-Kahane (Latala-Oleszkiewicz) constant
+
+
+def test_linear_one_dimensional_closed_form() -> None:
+    # d = 1, x_i = 1: Rad = B E|sum sigma_i| / n, known exactly via the binomial law
+    n, B = 12, 1.5
+    X = np.ones((n, 1))
+    k = np.arange(n + 1)
+    pmf = np.array([math.comb(n, int(j)) for j in k]) / 2**n
+    exact = B * float((pmf * np.abs(2 * k - n)).sum()) / n
+    assert cx.empirical_rademacher_exact(cx.linear_l2_sup(X, B), n) == pytest.approx(exact)
+
+
+def test_linear_gaussian_design_ratio_to_bound() -> None:
+    # Gaussian rows: X^T sigma ~ N(0, X^T X) ~ sqrt(n) N(0, I_d) for large n, so
+    # Rad / bound -> E chi_d / sqrt(d) (0.9515 for d = 5), at every n
+    d = 5
+    target = math.sqrt(2) * math.gamma((d + 1) / 2) / math.gamma(d / 2) / math.sqrt(d)
+    rng = np.random.default_rng(1)
+    for n in (400, 1600):
+        X = rng.standard_normal((n, d))
+        est = cx.rademacher_linear_l2(X, 1.0, n_draws=2000, seed=n)
+        ratio = est.mean / cx.rademacher_linear_l2_bound(X, 1.0)
+        assert ratio == pytest.approx(target, abs=0.04)
+
+
+def test_finite_class_mc_exact_and_massart() -> None:
+    rng = np.random.default_rng(2)
+    P = np.sign(rng.standard_normal((40, 14)))
+    exact = cx.empirical_rademacher_exact(cx.finite_class_sup(P), 14)
+    est = cx.rademacher_finite_class(P, n_draws=20000, seed=4)
+    assert abs(est.mean - exact) < 4 * est.stderr
+    assert exact <= cx.massart_bound(P)
+    lo, hi = est.interval(4.0)
+    assert lo < exact < hi
+
+
+def test_finite_class_trivial_cases() -> None:
+    one = np.ones((1, 8))
+    assert cx.massart_bound(one) == 0.0
+    assert cx.empirical_rademacher_exact(cx.finite_class_sup(one), 8) == pytest.approx(0.0)
+    # {+h, -h}: Rad = E|<sigma, h>| / n
+    h = np.ones(6)
+    both = np.stack([h, -h])
+    lin = cx.empirical_rademacher_exact(cx.linear_l2_sup(np.ones((6, 1)), 1.0), 6)
+    assert cx.empirical_rademacher_exact(cx.finite_class_sup(both), 6) == pytest.approx(lin)
+
+
+def test_generic_estimator_batches_and_seeds() -> None:
+    X = np.random.default_rng(5).standard_normal((30, 4))
+    a = cx.empirical_rademacher(cx.linear_l2_sup(X, 1.0), 30, n_draws=1000, seed=9)
+    b = cx.empirical_rademacher(cx.linear_l2_sup(X, 1.0), 30, n_draws=1000, seed=9, batch_size=7)
+    assert a.mean == pytest.approx(b.mean, rel=1e-14)
+    assert a.n_draws == 1000
+
+
+def test_uniform_deviation_bound_values() -> None:
+    v = cx.uniform_deviation_bound(0.1, 200, 0.05)
+    assert v == pytest.approx(0.2 + math.sqrt(math.log(20) / 400))
+    v2 = cx.uniform_deviation_bound(0.1, 200, 0.05, empirical=True, loss_range=2.0)
+    assert v2 == pytest.approx(0.2 + 6 * math.sqrt(math.log(40) / 400))
+
+
+def test_rademacher_bad_inputs() -> None:
+    X = np.ones((4, 2))
+    with pytest.raises(ValueError, match="n_draws"):
+        cx.rademacher_signs(0, 3)
+    with pytest.raises(ValueError, match="seed"):
+        cx.rademacher_signs(2, 3, seed=1.5)
+    with pytest.raises(ValueError, match=r"X must have shape \(n, d\)"):
+        cx.rademacher_linear_l2(np.ones(4), 1.0)
+    with pytest.raises(ValueError, match="X contains non-finite"):
+        cx.rademacher_linear_l2_bound(np.array([[np.nan, 1.0]]), 1.0)
+    with pytest.raises(ValueError, match="B must be"):
+        cx.linear_l2_sup(X, -1.0)
+    with pytest.raises(ValueError, match="predictions must be non-empty"):
+        cx.massart_bound(np.ones((0, 3)))
+    with pytest.raises(ValueError, match="sup_fn must return shape"):
+        cx.empirical_rademacher(lambda s: s.sum(), 3, n_draws=5)
+    with pytest.raises(ValueError, match="sup_fn returned non-finite"):
+        cx.empirical_rademacher(lambda s: np.full(len(s), np.inf), 3, n_draws=5)
+    with pytest.raises(ValueError, match="sup_fn must be callable"):
+        cx.empirical_rademacher(3, 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="n must be <= 20"):
+        cx.empirical_rademacher_exact(cx.linear_l2_sup(np.ones((21, 1)), 1.0), 21)
+    with pytest.raises(ValueError, match="delta must be in"):
+        cx.uniform_deviation_bound(0.1, 10, 1.0)
+    with pytest.raises(ValueError, match="rademacher must be"):
+        cx.uniform_deviation_bound(-0.1, 10, 0.1)
+
+
+# ============================================================================ Dudley
+
+
+@pytest.mark.parametrize(
+    ("A", "n", "U", "w"), [(4.0, 1000, 1.0, 1.0), (0.3, 50, 2.5, 1.0), (10.0, 10_000, 3.0, 3.0)]
+)
+def test_inverse_square_closed_form_vs_quadrature(A: float, n: int, U: float, w: float) -> None:
+    logn = cx.log_covering_inverse_square(A)
+    cf = cx.dudley_inverse_square(A, n, U, c=2.0, weight=w)
+    assert cf.delta == pytest.approx(w * math.sqrt(A / n), rel=1e-12)
+    num_delta = cx.dudley_optimal_delta(logn, n, U, weight=w)
+    assert num_delta == pytest.approx(cf.delta, rel=1e-8)
+    assert cx.dudley_integral(logn, n, U, c=2.0, weight=w) == pytest.approx(cf.value, rel=1e-8)
+    # the value at the optimum is below the value at other deltas
+    for d in (cf.delta / 3, cf.delta * 3):
+        if d <= U:
+            assert cx.dudley_integral(logn, n, U, c=2.0, delta=d, weight=w) > cf.value
+
+
+def test_inverse_square_large_complexity_caps_at_upper() -> None:
+    # sqrt(A/n) >= U: best delta = U, value c U (the trivial bound)
+    cf = cx.dudley_inverse_square(100.0, 10, 1.0, c=1.5)
+    assert cf.delta == 1.0 and cf.value == pytest.approx(1.5)
+    logn = cx.log_covering_inverse_square(100.0)
+    assert cx.dudley_optimal_delta(logn, 10, 1.0) == 1.0
+    assert cx.dudley_integral(logn, 10, 1.0, c=1.5) == pytest.approx(1.5)
+
+
+def test_inverse_square_diverges_at_zero() -> None:
+    with pytest.raises(ValueError, match="did not converge"):
+        cx.dudley_integral(cx.log_covering_inverse_square(1.0), 100, 1.0, delta=0.0)
+
+
+@pytest.mark.parametrize(("dim", "r", "n"), [(5, 1.0, 20), (3, 2.0, 12), (50, 1.0, 100)])
+def test_parametric_optimal_delta_and_bound(dim: int, r: float, n: int) -> None:
+    logn = cx.log_covering_parametric(dim, r)
+    U = r
+    d_star = cx.dudley_parametric_optimal_delta(dim, r, n)
+    assert dim * math.log1p(2 * r / d_star) == pytest.approx(n, rel=1e-12)
+    assert cx.dudley_optimal_delta(logn, n, U) == pytest.approx(min(d_star, U), rel=1e-8)
+    inf_val = cx.dudley_integral(logn, n, U)
+    at_zero = cx.dudley_integral(logn, n, U, delta=0.0)
+    bound = cx.dudley_parametric_bound(dim, r, n, U)
+    assert inf_val <= at_zero * (1 + 1e-10)
+    assert at_zero <= bound
+    assert bound <= 1.5 * at_zero  # the closed form is close, not just valid
+
+
+def test_parametric_bound_formula_against_quadrature() -> None:
+    # the incomplete-gamma identity used in the bound: int_0^U sqrt(log(R/eps)) = R Gamma(3/2, ...)
+    R, U = 5.0, 1.3
+    val, _ = integrate.quad(lambda e: math.sqrt(math.log(R / e)), 0, U)
+    got = cx.dudley_parametric_bound(1, (R - U) / 2, 1, U)
+    assert got == pytest.approx(val, rel=1e-8)
+
+
+def test_optimal_delta_general_nonmonotone() -> None:
+    # a log N with a bump (not a true covering number) exercises the numerical minimiser
+    def logn(e: float) -> float:
+        return 1.0 / e**2 + 50.0 * math.exp(-((e - 0.5) ** 2) / 0.001)
+
+    n, U = 100, 1.0
+    d = cx.dudley_optimal_delta(logn, n, U)
+    grid = np.linspace(0.01, 1.0, 400)
+    vals = [cx.dudley_integral(logn, n, U, delta=float(g)) for g in grid]
+    assert cx.dudley_integral(logn, n, U, delta=d) <= min(vals) + 1e-9
+
+
+def test_dudley_bad_inputs() -> None:
+    logn = cx.log_covering_inverse_square(1.0)
+    with pytest.raises(ValueError, match="n must be"):
+        cx.dudley_integral(logn, 0, 1.0)
+    with pytest.raises(ValueError, match="upper must be"):
+        cx.dudley_integral(logn, 10, -1.0)
+    with pytest.raises(ValueError, match="c must be"):
+        cx.dudley_integral(logn, 10, 1.0, c=0.0)
+    with pytest.raises(ValueError, match="delta must be in"):
+        cx.dudley_integral(logn, 10, 1.0, delta=2.0)
+    with pytest.raises(ValueError, match="delta must be"):
+        cx.dudley_integral(logn, 10, 1.0, delta=-0.1)
+    with pytest.raises(ValueError, match="weight must be"):
+        cx.dudley_inverse_square(1.0, 10, 1.0, weight=float("nan"))
+    with pytest.raises(ValueError, match="must be >= 0"):
+        cx.dudley_integral(lambda e: -1.0, 10, 1.0, delta=0.5)
+    with pytest.raises(ValueError, match="must return values >= 0"):
+        cx.dudley_optimal_delta(lambda e: -1.0, 10, 1.0)
+    with pytest.raises(ValueError, match="A must be"):
+        cx.log_covering_inverse_square(-1.0)
+    with pytest.raises(ValueError, match="dim must be"):
+        cx.log_covering_parametric(0, 1.0)
+    with pytest.raises(ValueError, match="radius must be"):
+        cx.dudley_parametric_bound(2, 0.0, 10, 1.0)
+
+
+# ============================================================================ covers
+
+
+def test_cover_and_packing_properties() -> None:
+    rng = np.random.default_rng(3)
+    pts = rng.uniform(-1, 1, size=(400, 2))
+    for p in (1, 2, math.inf):
+        for eps in (0.1, 0.3, 1.0):
+            centres = cx.greedy_cover(pts, eps, p=p)
+            # every point within eps of a centre
+            diff = pts[:, None, :] - pts[centres][None, :, :]
+            d = np.linalg.norm(diff, ord=p, axis=2)
+            assert np.all(d.min(axis=1) <= eps + 1e-12)
+            pk = cx.greedy_packing(pts, 2 * eps, p=p)
+            dp = np.linalg.norm(pts[pk][:, None] - pts[pk][None], ord=p, axis=2)
+            np.fill_diagonal(dp, np.inf)
+            assert np.all(dp > 2 * eps)
+            lo, hi = cx.covering_number_bounds(pts, eps, p=p)
+            assert lo == len(pk) and hi == len(centres) and 1 <= lo <= hi
+
+
+def test_cover_of_grid_is_exact() -> None:
+    # 1-D grid with spacing 1: N(eps) for eps in [0.5, 1) is ceil(m/2) (each ball covers <= 2)
+    pts = np.arange(10, dtype=float)[:, None]
+    lo, hi = cx.covering_number_bounds(pts, 0.5)
+    assert hi == 10  # internal cover with radius 0.5 cannot merge points 1 apart
+    lo, hi = cx.covering_number_bounds(pts, 1.0)
+    assert hi == 5 and lo == 4  # true external N(1) = 4 (centres 1, 4, 7, 9... any 3 wide)
+
+
+def test_cover_volumetric_scaling() -> None:
+    # points filling the unit square: cover size grows like eps^-2
+    g = np.linspace(0, 1, 60)
+    pts = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    n1 = len(cx.greedy_cover(pts, 0.2, p=math.inf))
+    n2 = len(cx.greedy_cover(pts, 0.1, p=math.inf))
+    assert 3.0 < n2 / n1 < 5.0
+
+
+def test_cover_bad_inputs() -> None:
+    with pytest.raises(ValueError, match="eps must be"):
+        cx.greedy_cover(np.ones((3, 2)), 0.0)
+    with pytest.raises(ValueError, match=r"points must have shape"):
+        cx.greedy_cover(np.ones(3), 0.1)
+    with pytest.raises(ValueError, match="p must be"):
+        cx.greedy_cover(np.ones((3, 2)), 0.1, p=0.5)
+    with pytest.raises(ValueError, match="points contains non-finite"):
+        cx.covering_number_bounds(np.array([[np.inf, 0.0]]), 0.1)
+
+
+# ============================================================================ Maurey
+
+
+def _maurey_problem(d: int = 30, D: int = 20, gamma: float = 0.8, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((d, D))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    G *= rng.uniform(0.5, 1.0, size=(d, 1))
+    a = rng.standard_normal(d) * (rng.uniform(size=d) < 0.5)
+    a = gamma * a / np.abs(a).sum()
+    return a, G
+
+
+@pytest.mark.parametrize("scheme", ["zhang", "scaled"])
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_maurey_expectation_matches_exact(scheme: str, k: int) -> None:
+    a, G = _maurey_problem()
+    res = cx.maurey_sparsify(a, G, k, n_draws=20000, seed=k, scheme=scheme)  # type: ignore[arg-type]
+    se = res.sq_errors.std(ddof=1) / math.sqrt(len(res.sq_errors))
+    assert abs(res.sq_errors.mean() - res.expected_sq_error) < 4 * se
+    assert res.expected_sq_error <= res.bound + 1e-15
+    assert np.all(res.atoms_used <= k)
+    if scheme == "scaled":
+        assert np.all(res.atoms_used == k)
+
+
+def test_maurey_one_over_k() -> None:
+    a, G = _maurey_problem(seed=1)
+    e1 = cx.maurey_sparsify(a, G, 4, n_draws=5000, seed=0).expected_sq_error
+    e2 = cx.maurey_sparsify(a, G, 16, n_draws=5000, seed=0).expected_sq_error
+    assert e1 / e2 == pytest.approx(4.0, rel=1e-12)
+
+
+def test_maurey_printed_gamma_squared_bound_fails() -> None:
+    # d = 1, alpha = 1/2, k = 1: the only approximants are 0 and V_1, each at distance b/2
+    res = cx.maurey_sparsify(np.array([0.5]), np.array([[2.0, 0.0]]), 1, n_draws=200, seed=0)
+    assert np.allclose(res.sq_errors, 1.0)  # (b/2)^2 with b = 2
+    printed = (res.gamma**2 * res.b**2 - res.f_sq_norm) / res.k
+    assert printed == 0.0 < res.sq_errors.min()
+    assert res.bound == pytest.approx(1.0)  # gamma b^2 - ||f||^2 = 2 - 1
+
+
+def test_maurey_exact_when_single_atom_full_mass() -> None:
+    res = cx.maurey_sparsify(np.array([-1.0]), np.array([[3.0, 4.0]]), 3, n_draws=10)
+    assert np.allclose(res.sq_errors, 0.0) and res.expected_sq_error == pytest.approx(0.0)
+
+
+def test_maurey_bad_inputs() -> None:
+    a, G = _maurey_problem()
+    with pytest.raises(ValueError, match="one row per coefficient"):
+        cx.maurey_sparsify(a[:-1], G, 3)
+    with pytest.raises(ValueError, match="alpha must not be all zero"):
+        cx.maurey_sparsify(np.zeros_like(a), G, 3)
+    with pytest.raises(ValueError, match=r"needs \|\|alpha\|\|_1 <= 1"):
+        cx.maurey_sparsify(3 * a, G, 3)
+    with pytest.raises(ValueError, match="k must be"):
+        cx.maurey_sparsify(a, G, 0)
+    with pytest.raises(ValueError, match="scheme must be"):
+        cx.maurey_sparsify(a, G, 3, scheme="other")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="b must be >="):
+        cx.maurey_sparsify(a, G, 3, b=0.1)
+    with pytest.raises(ValueError, match="alpha contains non-finite"):
+        cx.maurey_sparsify(np.full_like(a, np.nan), G, 3)
+    # scaled scheme accepts gamma > 1
+    assert cx.maurey_sparsify(3 * a, G, 3, scheme="scaled", n_draws=10).gamma > 1
+
+
+# ============================================================================ softmax
+
+
+def test_softmax_random_pairs_respect_bounds() -> None:
+    rng = np.random.default_rng(0)
+    for scale in (0.01, 1.0, 10.0):
+        u = rng.standard_normal((2000, 7)) * 3
+        v = u + scale * rng.standard_normal((2000, 7))
+        dist = cx.softmax_l1_distance(u, v)
+        sharp = cx.softmax_l1_sharp_bound(u, v)
+        linf = np.abs(u - v).max(-1)
+        assert np.all(dist <= sharp * (1 + 1e-10) + 1e-15)
+        assert np.all(sharp <= linf * (1 + 1e-12))
+        assert np.all(cx.softmax_linf_ratio(u, v) <= 1 + 1e-9)
+
+
+def test_softmax_sharp_bound_attained() -> None:
+    for L in (0.1, 1.0, 5.0):
+        u = np.array([L / 4, -L / 4])
+        v = np.array([-L / 4, L / 4])
+        assert cx.softmax_l1_distance(u, v) == pytest.approx(2 * math.tanh(L / 4), rel=1e-12)
+        assert cx.softmax_l1_sharp_bound(u, v) == pytest.approx(2 * math.tanh(L / 4))
+    # the linf ratio tends to 1 as the perturbation shrinks
+    t = 1e-4
+    r = cx.softmax_linf_ratio(np.array([0.0, 0.0]), np.array([t, -t]))
+    assert r == pytest.approx(1.0, abs=1e-6) and r < 1
+
+
+@pytest.mark.parametrize("denominator", ["linf", "sharp"])
+def test_adversarial_search_does_not_beat_one(denominator: str) -> None:
+    res = cx.adversarial_softmax_search(
+        4, denominator=denominator, n_restarts=16, steps=200, seed=1
+    )  # type: ignore[arg-type]
+    assert res.best_ratio <= 1 + 1e-9
+    assert res.best_ratio > 0.95  # and it gets close: the constant 1 is sharp
+    assert res.ratios.shape == (16,)
+    assert cx.softmax_l1_distance(res.u, res.v) > 0
+
+
+def test_softmax_bad_inputs() -> None:
+    with pytest.raises(ValueError, match="same shape"):
+        cx.softmax_l1_distance(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="u contains non-finite"):
+        cx.softmax_l1_distance(np.array([np.nan, 1.0]), np.ones(2))
+    with pytest.raises(ValueError, match="must differ"):
+        cx.softmax_linf_ratio(np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="u must have shape"):
+        cx.softmax_l1_distance(np.float64(1.0), np.float64(2.0))
+    with pytest.raises(ValueError, match="dim must be"):
+        cx.adversarial_softmax_search(1)
+    with pytest.raises(ValueError, match="denominator must be"):
+        cx.adversarial_softmax_search(3, denominator="l2")  # type: ignore[arg-type]
