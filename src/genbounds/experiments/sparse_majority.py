@@ -1,0 +1,345 @@
+"""Trauger & Tewari's (2024, Section 6) sparse-majority study: norms, gaps and accuracy vs T.
+
+For every sequence length ``T`` in ``config.T_values`` and every run ``r < runs_per_T``, a new
+data set (:func:`genbounds.data.make_sparse_majority`: new index set I, new embeddings, new
+bits) is drawn and a fresh :class:`genbounds.models.SparseMajorityMHA` is trained. The
+``paper()`` preset is the authors' protocol (``shared/notes/sparse-majority-protocol.md``;
+the ``quick()`` preset changes the optimiser and the sizes, see its docstring): SGD with Keras
+momentum
+(``lr = 0.01``, ``momentum = 0.9``), batch 128, learning rate times 0.999 at every epoch start
+with floor 0.001, Keras' binary cross-entropy on the two logits against one-hot labels, stop
+at the end of the first epoch whose (running, Keras-style) training accuracy is 1.0, keep the
+weights of the epoch with the lowest validation loss.
+
+All runs of one ``T`` are trained as one batched ensemble (:func:`genbounds.train.train_ensemble`
+with ``K = runs_per_T``), each with its own data, initialisation, minibatch order and stopping
+epoch. The model reads bits and assembles its tokens from the data set's embedding and
+positional tables (exact; :meth:`~genbounds.models.SparseMajorityMHA.set_token_tables`), so no
+``(n, T + 1, d)`` token tensor is built, not even for the 10,000 validation samples. Runs of
+different ``T`` are *not* padded into one ensemble: padding ``T = 20`` to ``T = 200`` multiplies
+that run's sequence-length-dependent work by ten and needs key masks and a per-model [CLS]
+position, while the per-``T`` ensembles are exact as they stand and already share each step's
+fixed overhead among the runs.
+
+Seeds: run ``r`` at length ``T`` draws three 32-bit seeds from
+``numpy.random.SeedSequence([config.seed, T, r])``: data, model initialisation and minibatch
+order, so any single run can be reproduced on its own.
+
+What :func:`run` returns (one entry per run, arrays of length ``len(T_values) * runs_per_T``,
+ordered by ``T`` then run), all at the kept weights:
+
+* ``T``, ``run``, ``data_seed``, ``model_seed``, ``shuffle_seed``;
+* ``l1_norm``: sum over all trainable tensors (kernels *and* biases) of the entrywise l1 norm,
+  the quantity of the paper's Figure 1 (:func:`genbounds.spectral.entrywise_l1`);
+* ``train_loss``, ``train_accuracy``, ``val_loss``, ``val_accuracy`` (exact, after training,
+  like the authors' ``model.evaluate`` after ``load_weights``), ``best_epoch``,
+  ``stopped_epoch`` (0-based), ``epochs_trained``, ``reached_perfect_train`` (the run stopped
+  because its training accuracy reached 1.0; False when ``max_epochs`` ran out first);
+* Trauger–Tewari norms of the weights rewritten as TT heads
+  (:meth:`genbounds.models.SparseMajorityMHA.tt_correspondence` with bias-absorbing augmented
+  tokens ``(x, 1)``; read its docstring for what the rewriting does and does not cover). With
+  ``||.||_{q,p}`` the column-then-across-columns mixed norm of TT
+  (:func:`genbounds.spectral.mixed_norm`), ``op`` the spectral norm ``||.||_{2->2}`` and
+  ``fro`` the Frobenius norm:
+
+  - ``W_QK_h{h}_{l11,l1inf,l21T,op,fro}`` for head ``h``, of the matrix ``M_h = W_QK,h^T``
+    where ``W_QK,h = W^Q_h (W^K_h)^T / sqrt(key_dim)`` (augmented, ``(d+1) x (d+1)``, row
+    convention of TT Section 2.6): ``M_h`` is the covered map ``x_[CLS] -> M_h x_[CLS]`` whose
+    output is dotted with every token (scores ``X M_h x_[CLS]``, the orientation of TT
+    Appendix C and of :mod:`genbounds.bounds.trauger_tewari`). ``l11 = ||M_h||_{1,1}``
+    (Cor. 4.1.1), ``l1inf = ||M_h||_{1,inf}`` (Cor. D.0.1), ``l21T = ||M_h^T||_{2,1}``
+    (Cor. D.0.2 and the Edelman et al. bound), ``op`` (Thm 4.2), ``fro``;
+  - ``W_v_h{h}_{l11,l21,l1inf,op,fro}`` of ``W_v,h^T`` (``W_v,h = W^V_h W^O_h``, ``(d+1) x
+    d``; transposed because TT state the conditions for the map ``x -> W_v^T x``, e.g.
+    ``||W_v^T||_{1,inf} <= B_{W_v}``);
+  - ``W_c_{l11,l21,l1inf,op,fro}`` of ``W_c^T`` (``W_c`` = the Dense kernel, shared by the
+    heads);
+  - ``w_l1``, ``w_l2``: the largest l1 / l2 norm of the two readout columns ``w_s``;
+  - ``offset_abs``: the largest ``|o_s|`` of the constant output offset ``o_s = (b^D)^T w_s
+    + b^L_s`` that no TT head can absorb;
+  - ``B_x_l1``, ``B_x_l2``: the largest l1 / l2 norm of a token row (all ``T + 1`` rows, train
+    and validation inputs: the tokens are ``e_b + P_t`` so these are maxima over the finitely
+    many possible rows), and ``B_x_aug_l1 = B_x_l1 + 1``, ``B_x_aug_l2 = sqrt(B_x_l2^2 + 1)``
+    for the augmented tokens the matrices above act on;
+* ``group_wall_time_s``: wall-clock seconds of the ensemble (all runs of that ``T``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from genbounds.data import make_sparse_majority_batch
+from genbounds.models import SparseMajorityMHA
+from genbounds.spectral import entrywise_l1, frobenius_norm, mixed_norm, operator_norm
+from genbounds.train import TrainConfig, resolve_device, train_ensemble
+
+__all__ = ["SparseMajorityConfig", "run", "run_seeds", "train_config", "tt_norms"]
+
+
+@dataclass(frozen=True)
+class SparseMajorityConfig:
+    """The sparse-majority sweep. ``paper()`` is the authors' protocol; ``quick()`` fits a CPU.
+
+    Attributes
+    ----------
+    T_values:
+        Sequence lengths (number of bits; the [CLS] token is added on top).
+    runs_per_T:
+        Independent runs per length (new data set, new initialisation each).
+    n_train, n_val:
+        Training and validation samples per run.
+    s, d:
+        Size of the sparse index set I (odd) and embedding dimension.
+    heads, key_dim:
+        Keras ``MultiHeadAttention(num_heads=heads, key_dim=key_dim)``.
+    optimizer:
+        ``"sgd"`` (the protocol: Keras SGD with momentum) or ``"adam"`` (Keras Adam, used by
+        the quick preset; ``momentum`` must then be 0).
+    lr, momentum, lr_decay, lr_floor, batch_size:
+        Learning rate and momentum; ``lr`` multiplied by ``lr_decay`` at every epoch start,
+        floored at ``lr_floor``; minibatch size.
+    max_epochs:
+        Epoch cap; a run stops earlier at its first epoch with training accuracy 1.0.
+    seed:
+        Root seed of the sweep (see the module docstring).
+    device:
+        ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    """
+
+    PROTOCOL_VERSION: ClassVar[int] = 1
+
+    T_values: tuple[int, ...] = tuple(range(20, 201, 20))
+    runs_per_T: int = 5
+    n_train: int = 300
+    n_val: int = 10000
+    s: int = 9
+    d: int = 64
+    heads: int = 2
+    key_dim: int = 64
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.9
+    lr_decay: float = 0.999
+    lr_floor: float = 0.001
+    batch_size: int = 128
+    max_epochs: int = 200_000
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.T_values, tuple) or len(self.T_values) == 0:
+            raise ValueError(f"T_values must be a non-empty tuple, got {self.T_values!r}")
+        for T in self.T_values:
+            if not isinstance(T, int) or isinstance(T, bool) or T < 1:
+                raise ValueError(f"T_values must hold integers >= 1, got {T!r}")
+            if T < self.s:
+                raise ValueError(f"T_values entries must be >= s = {self.s}, got {T}")
+        if len(set(self.T_values)) != len(self.T_values):
+            raise ValueError(f"T_values must not repeat, got {self.T_values}")
+        for name in ("runs_per_T", "n_train", "n_val", "s", "d", "heads", "key_dim",
+                     "batch_size", "max_epochs"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if self.s % 2 == 0:
+            raise ValueError(f"s must be odd (strict majority), got {self.s}")
+        if self.optimizer not in ("sgd", "adam"):
+            raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        # the remaining fields are validated by TrainConfig
+        self.train_config()
+
+    @classmethod
+    def paper(cls, device: str = "auto") -> SparseMajorityConfig:
+        """The authors' protocol: T = 20, 40, ..., 200, 5 runs, 300 / 10,000 samples,
+        2 heads of key dimension 64, d = 64, s = 9, SGD(0.01, momentum 0.9), batch 128,
+        decay 0.999 per epoch with floor 0.001, at most 200,000 epochs."""
+        return cls(device=device)
+
+    @classmethod
+    def quick(cls, device: str = "auto") -> SparseMajorityConfig:
+        """A CPU-sized sweep (a minute or two on 2 cores) that shows the phenomenon.
+
+        It keeps the data (300 training samples, s = 9, d = 64), the model, the loss, the batch
+        size, the stopping rule and the kept epoch of the protocol, and changes: T in (20, 60,
+        100, 140, 200), 3 runs per T, 1,000 validation samples, at most 300 epochs, and
+        **Adam** (Keras defaults, learning rate 1e-3, no decay) instead of SGD.
+
+        Why not SGD: with the protocol's SGD (0.01, momentum 0.9) the Keras-initialised model
+        stays on its initial plateau (it predicts the majority class) for thousands of epochs
+        at T = 20 (measured: no change in training accuracy after 3,000 epochs; SGD at 0.1
+        starts to move only after about 500 epochs and larger rates diverge), while the
+        authors allowed 200,000 epochs. Adam leaves the plateau within about 100 epochs.
+
+        The epoch cap can stop a run before it reaches training accuracy 1.0 (the protocol's
+        stopping rule); ``reached_perfect_train`` records, per run, whether it did (at this
+        scale most runs do not).
+        """
+        return cls(T_values=(20, 60, 100, 140, 200), runs_per_T=3, n_val=1000,
+                   optimizer="adam", lr=1e-3, momentum=0.0, lr_decay=1.0, lr_floor=0.0,
+                   max_epochs=300, device=device)
+
+    def train_config(self) -> TrainConfig:
+        """The :class:`~genbounds.train.TrainConfig` of the protocol."""
+        return train_config(self)
+
+
+def train_config(config: SparseMajorityConfig) -> TrainConfig:
+    """The authors' training protocol as a :class:`~genbounds.train.TrainConfig`.
+
+    (``eval_batch_size`` only sets how many validation samples are evaluated at once; it
+    changes nothing but the order of floating-point summation.)
+    """
+    return TrainConfig(
+        optimizer=config.optimizer,  # type: ignore[arg-type]
+        lr=config.lr,
+        momentum=config.momentum,
+        momentum_style="keras",
+        lr_decay=config.lr_decay,
+        lr_floor=config.lr_floor,
+        decay_before_first_epoch=True,
+        batch_size=config.batch_size,
+        max_epochs=config.max_epochs,
+        stop_at_train_accuracy=1.0,
+        stop_metric="running",
+        select_best="val_loss",
+        patience=None,
+        eval_every=1,
+        eval_batch_size=2048,
+        device=config.device,
+    )
+
+
+def run_seeds(config: SparseMajorityConfig, T: int, run: int) -> tuple[int, int, int]:
+    """``(data_seed, model_seed, shuffle_seed)`` of run ``run`` at length ``T``."""
+    state = np.random.SeedSequence([config.seed, int(T), int(run)]).generate_state(3)
+    return int(state[0]), int(state[1]), int(state[2])
+
+
+def _token_tables(datasets: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``(K, 2, T + 1, d)``: row ``t`` of table ``v`` is the token at position ``t`` with bit
+    ``v`` (row ``T``: [CLS]); summed in float64 and rounded once, like ``data.tokens``."""
+    tables = []
+    for ds in datasets:
+        T = ds.T
+        tab = np.empty((2, T + 1, ds.d))
+        tab[:, :T] = ds.embeddings[:2, None, :] + ds.positional[None, :T]
+        tab[:, T] = ds.embeddings[2] + ds.positional[T]
+        tables.append(tab)
+    return torch.tensor(np.stack(tables), dtype=dtype, device=device)
+
+
+def tt_norms(model: SparseMajorityMHA) -> dict[str, np.ndarray]:
+    """Trauger–Tewari norms of every model of ``model`` (arrays of shape ``(K,)``).
+
+    Keys as listed in the module docstring (without the ``B_x`` entries); computed in float64
+    with :mod:`genbounds.spectral` from :meth:`SparseMajorityMHA.tt_correspondence`
+    ``(augment_bias=True)``.
+    """
+    tt = {k: v.detach().cpu().to(torch.float64) for k, v in
+          model.tt_correspondence(augment_bias=True).items()}
+    out: dict[str, np.ndarray] = {}
+
+    def matrix_norms(prefix: str, W: torch.Tensor, qk: bool) -> None:
+        W_np = W.numpy()
+        out[f"{prefix}_l11"] = np.asarray(mixed_norm(W_np, 1, 1))
+        out[f"{prefix}_l1inf"] = np.asarray(mixed_norm(W_np, 1, math.inf))
+        if qk:
+            out[f"{prefix}_l21T"] = np.asarray(mixed_norm(np.swapaxes(W_np, -1, -2), 2, 1))
+        else:
+            out[f"{prefix}_l21"] = np.asarray(mixed_norm(W_np, 2, 1))
+        out[f"{prefix}_op"] = np.asarray(operator_norm(W_np))
+        out[f"{prefix}_fro"] = np.asarray(frobenius_norm(W_np))
+
+    for h in range(model.heads):
+        # M_h = W_QK,h^T: the covered map x_cls -> M_h x_cls (TT Appendix C orientation)
+        matrix_norms(f"W_QK_h{h}", tt["W_QK"][:, h].transpose(-1, -2), qk=True)
+        matrix_norms(f"W_v_h{h}", tt["W_v"][:, h].transpose(-1, -2), qk=False)
+    matrix_norms("W_c", tt["W_c"].transpose(-1, -2), qk=False)
+    w = tt["w"]  # (K, d, n_outputs)
+    out["w_l1"] = w.abs().sum(dim=1).amax(dim=-1).numpy()
+    out["w_l2"] = torch.linalg.vector_norm(w, dim=1).amax(dim=-1).numpy()
+    out["offset_abs"] = tt["offset"].abs().amax(dim=-1).numpy()
+    return out
+
+
+def _token_norm_bounds(tables: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    t = tables.detach().cpu().to(torch.float64)  # (K, 2, T+1, d): every possible token row
+    l1 = t.abs().sum(dim=-1).flatten(1).amax(dim=1).numpy()
+    l2 = torch.linalg.vector_norm(t, dim=-1).flatten(1).amax(dim=1).numpy()
+    return l1, l2
+
+
+def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.ndarray]:
+    """Run the sweep and return one entry per run (see the module docstring for the keys).
+
+    Parameters
+    ----------
+    config:
+        The sweep; :meth:`SparseMajorityConfig.quick` or :meth:`SparseMajorityConfig.paper`.
+    progress:
+        Show a progress bar per ``T``.
+    """
+    if not isinstance(config, SparseMajorityConfig):
+        raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
+    device = resolve_device(config.device)
+    dtype = torch.float32
+    cfg = dataclasses.replace(train_config(config), progress=bool(progress))
+    K = config.runs_per_T
+    rows: dict[str, list[np.ndarray]] = {}
+
+    def add(key: str, values: np.ndarray) -> None:
+        rows.setdefault(key, []).append(np.asarray(values))
+
+    for T in config.T_values:
+        t0 = time.perf_counter()
+        seeds = [run_seeds(config, T, r) for r in range(K)]
+        batch = make_sparse_majority_batch(
+            T, [s[0] for s in seeds], n_train=config.n_train, n_val=config.n_val, s=config.s,
+            d=config.d, dtype=dtype, device=device, val_tokens=False,
+        )
+        model = SparseMajorityMHA(
+            d=config.d, heads=config.heads, key_dim=config.key_dim, n_models=K,
+            seeds=[s[1] for s in seeds], cls_index=-1, dtype=dtype,
+        )
+        # the model reads bits and assembles its tokens from the tables (exact, see
+        # SparseMajorityMHA.set_token_tables): no (n, T+1, d) token tensor is ever built
+        model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
+        res = train_ensemble(
+            model, batch.bits_train.to(dtype), batch.y_train, batch.bits_val.to(dtype),
+            batch.y_val, loss="bce_logits_onehot", config=cfg, seed=[s[2] for s in seeds],
+        )
+        tables = _token_tables(batch.datasets, torch.float64, torch.device("cpu"))
+        wall = time.perf_counter() - t0
+        # the model now holds the kept (lowest validation loss) weights
+        add("T", np.full(K, T, dtype=np.int64))
+        add("run", np.arange(K, dtype=np.int64))
+        add("data_seed", np.array([s[0] for s in seeds], dtype=np.int64))
+        add("model_seed", np.array([s[1] for s in seeds], dtype=np.int64))
+        add("shuffle_seed", np.array([s[2] for s in seeds], dtype=np.int64))
+        add("l1_norm", np.array([
+            entrywise_l1(list(model.state_for_model(k).values())) for k in range(K)
+        ]))
+        for key in ("train_loss", "train_accuracy", "val_loss", "val_accuracy"):
+            add(key, res.metrics[key])
+        add("best_epoch", res.best_epoch)
+        add("stopped_epoch", res.stopped_epoch)
+        add("epochs_trained", res.stopped_epoch + 1)
+        add("reached_perfect_train", res.reached_train_accuracy)
+        for key, val in tt_norms(model).items():
+            add(key, val)
+        l1, l2 = _token_norm_bounds(tables)
+        add("B_x_l1", l1)
+        add("B_x_l2", l2)
+        add("B_x_aug_l1", l1 + 1.0)
+        add("B_x_aug_l2", np.sqrt(l2**2 + 1.0))
+        add("group_wall_time_s", np.full(K, wall))
+    return {k: np.concatenate(v) for k, v in rows.items()}

@@ -1,0 +1,145 @@
+"""Tests for genbounds.experiments.sparse_majority on a tiny configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from genbounds.data import make_sparse_majority
+from genbounds.experiments.sparse_majority import (
+    SparseMajorityConfig,
+    run,
+    run_seeds,
+    train_config,
+    tt_norms,
+)
+from genbounds.models import SparseMajorityMHA
+from genbounds.spectral import mixed_norm
+
+TINY = SparseMajorityConfig(
+    T_values=(5, 8), runs_per_T=2, n_train=24, n_val=40, s=3, d=8, heads=2, key_dim=4,
+    lr=0.05, batch_size=10, max_epochs=6, seed=3, device="cpu",
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_result() -> dict[str, np.ndarray]:
+    return run(TINY)
+
+
+def test_presets() -> None:
+    paper = SparseMajorityConfig.paper()
+    assert paper.T_values == tuple(range(20, 201, 20))
+    assert (paper.runs_per_T, paper.n_train, paper.n_val, paper.s, paper.d) == (5, 300, 10000,
+                                                                                 9, 64)
+    assert (paper.heads, paper.key_dim, paper.optimizer) == (2, 64, "sgd")
+    assert (paper.lr, paper.momentum, paper.lr_decay, paper.lr_floor) == (0.01, 0.9, 0.999,
+                                                                          0.001)
+    assert (paper.batch_size, paper.max_epochs) == (128, 200_000)
+    tc = train_config(paper)
+    assert tc.momentum_style == "keras" and tc.decay_before_first_epoch
+    assert tc.stop_at_train_accuracy == 1.0 and tc.stop_metric == "running"
+    assert tc.select_best == "val_loss" and tc.eval_every == 1
+    quick = SparseMajorityConfig.quick()
+    assert quick.T_values == (20, 60, 100, 140, 200) and quick.runs_per_T == 3
+    assert quick.optimizer == "adam" and quick.max_epochs <= 1000
+    assert SparseMajorityConfig.PROTOCOL_VERSION >= 1
+
+
+def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
+    out = tiny_result
+    n = len(TINY.T_values) * TINY.runs_per_T
+    assert all(v.shape == (n,) for v in out.values())
+    np.testing.assert_array_equal(out["T"], [5, 5, 8, 8])
+    np.testing.assert_array_equal(out["run"], [0, 1, 0, 1])
+    for key in ("train_accuracy", "val_accuracy"):
+        assert ((out[key] >= 0) & (out[key] <= 1)).all()
+    assert (out["best_epoch"] <= out["stopped_epoch"]).all()
+    np.testing.assert_array_equal(out["epochs_trained"], out["stopped_epoch"] + 1)
+    assert out["reached_perfect_train"].dtype == bool
+    # a run that did not reach accuracy 1.0 ran until the cap
+    capped = ~out["reached_perfect_train"]
+    assert (out["epochs_trained"][capped] == TINY.max_epochs).all()
+    for h in range(TINY.heads):
+        for norm in ("l11", "l1inf", "l21T", "op", "fro"):
+            assert (out[f"W_QK_h{h}_{norm}"] > 0).all()
+        for norm in ("l11", "l21", "l1inf", "op", "fro"):
+            assert (out[f"W_v_h{h}_{norm}"] > 0).all()
+        # norm inequalities that must hold for any matrix
+        assert (out[f"W_v_h{h}_op"] <= out[f"W_v_h{h}_fro"] + 1e-12).all()
+        assert (out[f"W_v_h{h}_fro"] <= out[f"W_v_h{h}_l11"] + 1e-12).all()
+        assert (out[f"W_v_h{h}_l1inf"] <= out[f"W_v_h{h}_l11"] + 1e-12).all()
+    assert (out["w_l2"] <= out["w_l1"] + 1e-12).all()
+    np.testing.assert_allclose(out["B_x_aug_l1"], out["B_x_l1"] + 1)
+    np.testing.assert_allclose(out["B_x_aug_l2"], np.sqrt(out["B_x_l2"] ** 2 + 1))
+
+
+def test_l1_norm_and_token_bounds_recomputed(tiny_result: dict[str, np.ndarray]) -> None:
+    out = tiny_result
+    # rebuild run 1 at T = 8 from its seeds and check B_x against the actual tokens
+    data_seed, _, _ = run_seeds(TINY, 8, 1)
+    assert out["data_seed"][3] == data_seed
+    ds = make_sparse_majority(8, n_train=TINY.n_train, n_val=TINY.n_val, s=TINY.s, d=TINY.d,
+                              seed=data_seed)
+    X = torch.cat([ds.train_tokens(dtype=torch.float64), ds.val_tokens(dtype=torch.float64)])
+    # every token row that can occur is bounded by B_x (and the bound is attained or nearly:
+    # both bit values occur at every position in 64 random samples with overwhelming odds)
+    assert X.abs().sum(-1).max().item() <= out["B_x_l1"][3] + 1e-12
+    assert X.abs().sum(-1).max().item() == pytest.approx(out["B_x_l1"][3], rel=1e-12)
+    assert X.norm(dim=-1).max().item() == pytest.approx(out["B_x_l2"][3], rel=1e-12)
+
+
+def test_a_run_is_reproducible_alone(tiny_result: dict[str, np.ndarray]) -> None:
+    alone = run(dataclasses.replace(TINY, T_values=(8,), runs_per_T=1))
+    for key in ("l1_norm", "val_loss", "train_loss", "W_QK_h1_fro", "w_l1"):
+        np.testing.assert_allclose(alone[key][0], tiny_result[key][2], rtol=1e-4, atol=1e-6)
+    assert alone["best_epoch"][0] == tiny_result["best_epoch"][2]
+
+
+def test_tt_norms_match_direct_computation() -> None:
+    m = SparseMajorityMHA(d=6, heads=2, key_dim=3, n_models=2, seeds=[1, 2],
+                          dtype=torch.float64)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    norms = tt_norms(m)
+    tt = m.tt_correspondence(augment_bias=True)
+    for k in range(2):
+        Wv_T = tt["W_v"][k, 1].T.numpy()  # the x -> W x map of TT for head 1
+        assert norms["W_v_h1_l1inf"][k] == pytest.approx(float(mixed_norm(Wv_T, 1, math.inf)))
+        # ||W_v^T||_{1,inf}: largest l1 norm of a column of W_v^T, i.e. of a row of W_v
+        assert norms["W_v_h1_l1inf"][k] == pytest.approx(
+            np.abs(tt["W_v"][k, 1].numpy()).sum(axis=1).max())
+        assert norms["W_c_l11"][k] == pytest.approx(np.abs(m.dense_kernel[k].detach()
+                                                           .numpy()).sum())
+        assert norms["W_QK_h0_op"][k] == pytest.approx(
+            np.linalg.norm(tt["W_QK"][k, 0].numpy(), 2))
+        # M = W_QK^T (scores X M x_cls): ||M||_{1,inf} is the largest row l1 norm of W_QK
+        # and ||M^T||_{2,1} the sum of the column l2 norms of W_QK
+        W = tt["W_QK"][k, 0].numpy()
+        assert norms["W_QK_h0_l1inf"][k] == pytest.approx(np.abs(W).sum(axis=1).max())
+        assert norms["W_QK_h0_l21T"][k] == pytest.approx(np.linalg.norm(W, axis=0).sum())
+        assert norms["offset_abs"][k] == pytest.approx(tt["offset"][k].abs().max().item())
+
+
+def test_bad_config_raises() -> None:
+    with pytest.raises(ValueError, match="T_values"):
+        SparseMajorityConfig(T_values=())
+    with pytest.raises(ValueError, match="T_values"):
+        SparseMajorityConfig(T_values=[20, 40])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="s = 9"):
+        SparseMajorityConfig(T_values=(5,))
+    with pytest.raises(ValueError, match="s must be odd"):
+        SparseMajorityConfig(s=4)
+    with pytest.raises(ValueError, match="runs_per_T"):
+        SparseMajorityConfig(runs_per_T=0)
+    with pytest.raises(ValueError, match="optimizer"):
+        SparseMajorityConfig(optimizer="lbfgs")
+    with pytest.raises(ValueError, match="lr"):
+        SparseMajorityConfig(lr=-1.0)
+    with pytest.raises(ValueError, match="config must be"):
+        run({"T_values": (20,)})  # type: ignore[arg-type]
