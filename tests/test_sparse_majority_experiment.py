@@ -53,7 +53,17 @@ def test_presets() -> None:
 def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
     out = tiny_result
     n = len(TINY.T_values) * TINY.runs_per_T
-    assert all(v.shape == (n,) for v in out.values())
+    assert all(v.shape == (n,) for k, v in out.items() if not k.startswith("tt_"))
+    d, H = TINY.d, TINY.heads
+    assert out["tt_W_QK"].shape == (n, H, d + 1, d + 1)
+    assert out["tt_W_v"].shape == (n, H, d + 1, d)
+    assert out["tt_W_c"].shape == (n, d, d)
+    assert out["tt_w"].shape == (n, d, 2) and out["tt_offset"].shape == (n, 2)
+    # the stored matrices give back the stored norms (W_QK norms are of its transpose)
+    from genbounds.spectral import mixed_norm
+    np.testing.assert_allclose(
+        mixed_norm(np.swapaxes(out["tt_W_v"][:, 0], -1, -2).astype(np.float64), 1, np.inf),
+        out["W_v_h0_l1inf"], rtol=1e-5)
     np.testing.assert_array_equal(out["T"], [5, 5, 8, 8])
     np.testing.assert_array_equal(out["run"], [0, 1, 0, 1])
     for key in ("train_accuracy", "val_accuracy"):

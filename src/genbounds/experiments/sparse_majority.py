@@ -61,6 +61,10 @@ ordered by ``T`` then run), all at the kept weights:
     and validation inputs: the tokens are ``e_b + P_t`` so these are maxima over the finitely
     many possible rows), and ``B_x_aug_l1 = B_x_l1 + 1``, ``B_x_aug_l2 = sqrt(B_x_l2^2 + 1)``
     for the augmented tokens the matrices above act on;
+* ``tt_W_QK`` ``(runs, heads, d+1, d+1)``, ``tt_W_v`` ``(runs, heads, d+1, d)``, ``tt_W_c``
+  ``(runs, d, d)``, ``tt_w`` ``(runs, d, 2)``, ``tt_offset`` ``(runs, 2)``: the kept weights
+  rewritten as TT heads (float32; see ``tt_correspondence``), so that a chapter can compute any
+  norm a bound needs, in the orientation its audit requires;
 * ``group_wall_time_s``: wall-clock seconds of the ensemble (all runs of that ``T``).
 """
 
@@ -75,12 +79,14 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from genbounds.data import make_sparse_majority_batch
+from genbounds.data import SparseMajorityBatch, make_sparse_majority_batch
 from genbounds.models import SparseMajorityMHA
 from genbounds.spectral import entrywise_l1, frobenius_norm, mixed_norm, operator_norm
-from genbounds.train import TrainConfig, resolve_device, train_ensemble
+from genbounds.train import TrainConfig, TrainResult, resolve_device, train_ensemble
 
-__all__ = ["SparseMajorityConfig", "run", "run_seeds", "train_config", "tt_norms"]
+__all__ = [
+    "SparseMajorityConfig", "run", "run_seeds", "train_config", "train_group", "tt_norms",
+]
 
 
 @dataclass(frozen=True)
@@ -170,7 +176,7 @@ class SparseMajorityConfig:
 
         It keeps the data (300 training samples, s = 9, d = 64), the model, the loss, the batch
         size, the stopping rule and the kept epoch of the protocol, and changes: T in (20, 60,
-        100, 140, 200), 3 runs per T, 1,000 validation samples, at most 300 epochs, and
+        100, 140, 200), 3 runs per T, 1,000 validation samples, at most 600 epochs, and
         **Adam** (Keras defaults, learning rate 1e-3, no decay) instead of SGD.
 
         Why not SGD: with the protocol's SGD (0.01, momentum 0.9) the Keras-initialised model
@@ -185,7 +191,7 @@ class SparseMajorityConfig:
         """
         return cls(T_values=(20, 60, 100, 140, 200), runs_per_T=3, n_val=1000,
                    optimizer="adam", lr=1e-3, momentum=0.0, lr_decay=1.0, lr_floor=0.0,
-                   max_epochs=300, device=device)
+                   max_epochs=600, device=device)
 
     def train_config(self) -> TrainConfig:
         """The :class:`~genbounds.train.TrainConfig` of the protocol."""
@@ -278,6 +284,42 @@ def _token_norm_bounds(tables: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return l1, l2
 
 
+def train_group(
+    config: SparseMajorityConfig, T: int, progress: bool = False
+) -> tuple[TrainResult, SparseMajorityMHA, SparseMajorityBatch]:
+    """Train the ``config.runs_per_T`` runs of length ``T`` as one ensemble.
+
+    Returns the :class:`~genbounds.train.TrainResult` (with the per-epoch history), the model
+    (holding the kept, lowest-validation-loss weights) and the data. :func:`run` calls this
+    once per ``T``; a chapter calls it directly when it needs the training curves.
+    """
+    if not isinstance(config, SparseMajorityConfig):
+        raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
+    if int(T) < config.s:
+        raise ValueError(f"T must be >= s = {config.s}, got {T}")
+    device = resolve_device(config.device)
+    dtype = torch.float32
+    cfg = dataclasses.replace(train_config(config), progress=bool(progress))
+    K = config.runs_per_T
+    seeds = [run_seeds(config, T, r) for r in range(K)]
+    batch = make_sparse_majority_batch(
+        T, [s[0] for s in seeds], n_train=config.n_train, n_val=config.n_val, s=config.s,
+        d=config.d, dtype=dtype, device=device, val_tokens=False,
+    )
+    model = SparseMajorityMHA(
+        d=config.d, heads=config.heads, key_dim=config.key_dim, n_models=K,
+        seeds=[s[1] for s in seeds], cls_index=-1, dtype=dtype,
+    )
+    # the model reads bits and assembles its tokens from the tables (exact, see
+    # SparseMajorityMHA.set_token_tables): no (n, T+1, d) token tensor is ever built
+    model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
+    res = train_ensemble(
+        model, batch.bits_train.to(dtype), batch.y_train, batch.bits_val.to(dtype),
+        batch.y_val, loss="bce_logits_onehot", config=cfg, seed=[s[2] for s in seeds],
+    )
+    return res, model, batch
+
+
 def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.ndarray]:
     """Run the sweep and return one entry per run (see the module docstring for the keys).
 
@@ -290,9 +332,6 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
     """
     if not isinstance(config, SparseMajorityConfig):
         raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
-    device = resolve_device(config.device)
-    dtype = torch.float32
-    cfg = dataclasses.replace(train_config(config), progress=bool(progress))
     K = config.runs_per_T
     rows: dict[str, list[np.ndarray]] = {}
 
@@ -301,22 +340,8 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
 
     for T in config.T_values:
         t0 = time.perf_counter()
+        res, model, batch = train_group(config, T, progress=progress)
         seeds = [run_seeds(config, T, r) for r in range(K)]
-        batch = make_sparse_majority_batch(
-            T, [s[0] for s in seeds], n_train=config.n_train, n_val=config.n_val, s=config.s,
-            d=config.d, dtype=dtype, device=device, val_tokens=False,
-        )
-        model = SparseMajorityMHA(
-            d=config.d, heads=config.heads, key_dim=config.key_dim, n_models=K,
-            seeds=[s[1] for s in seeds], cls_index=-1, dtype=dtype,
-        )
-        # the model reads bits and assembles its tokens from the tables (exact, see
-        # SparseMajorityMHA.set_token_tables): no (n, T+1, d) token tensor is ever built
-        model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
-        res = train_ensemble(
-            model, batch.bits_train.to(dtype), batch.y_train, batch.bits_val.to(dtype),
-            batch.y_val, loss="bce_logits_onehot", config=cfg, seed=[s[2] for s in seeds],
-        )
         tables = _token_tables(batch.datasets, torch.float64, torch.device("cpu"))
         wall = time.perf_counter() - t0
         # the model now holds the kept (lowest validation loss) weights
@@ -336,6 +361,9 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
         add("reached_perfect_train", res.reached_train_accuracy)
         for key, val in tt_norms(model).items():
             add(key, val)
+        # the kept weights rewritten as TT heads (float32), so that any norm can be computed later
+        for key, val in model.tt_correspondence(augment_bias=True).items():
+            add(f"tt_{key}", val.detach().cpu().to(torch.float32).numpy())
         l1, l2 = _token_norm_bounds(tables)
         add("B_x_l1", l1)
         add("B_x_l2", l2)
