@@ -3,10 +3,9 @@
 Three generators, one per empirical chapter:
 
 * :func:`make_sparse_majority` reproduces the data of the sparse-majority study that accompanies
-  Trauger & Tewari (2024), following the authors' experiment script (see
-  ``/work/shared/notes/sparse-majority-protocol.md``), including the details the paper's
-  Section 6 omits (Gram–Schmidt then ℓ1 normalisation of the embeddings, [CLS] appended last,
-  positional encoding with exponent ``i/d``).
+  Trauger & Tewari (2024), following the authors' public experiment script, including the
+  details the paper's Section 6 omits (Gram–Schmidt then ℓ1 normalisation of the embeddings,
+  [CLS] appended last, positional encoding with exponent ``i/d``).
 * :func:`load_mnist01` loads MNIST digits 0 and 1 and cuts every image into sixteen 8×8 patches,
   so that each image is a sequence of 16 tokens of dimension d = 64, the token dimension of the
   MNIST experiments of Mwigo & Dasgupta (2026). It says which MNIST it used (OpenML's full
@@ -365,7 +364,7 @@ def make_sparse_majority(
 ) -> SparseMajorityData:
     """Generate one sparse-majority data set exactly as the authors' script does.
 
-    Protocol (``/work/shared/notes/sparse-majority-protocol.md``): T i.i.d. uniform bits per
+    Protocol (the authors' public experiment script): T i.i.d. uniform bits per
     sample; an index set I of ``s`` positions drawn uniformly without replacement, once per data
     set; label 1 iff the ones in I are a (strict, since ``s`` is odd) majority; embeddings e0,
     e1, e_cls uniform in [-1, 1]^d, orthogonalised by Gram–Schmidt (e1 against e0; e_cls

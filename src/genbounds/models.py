@@ -25,7 +25,7 @@ Families
 :class:`SparseMajorityMHA`
     The Keras model of Trauger & Tewari's sparse-majority experiment, reproduced exactly
     (``tf.keras.layers.MultiHeadAttention`` with its default initialisers, ReLU, ``Dense``,
-    a [CLS] linear head); see ``shared/notes/sparse-majority-protocol.md``.
+    a [CLS] linear head); see the authors' public experiment script.
 
 Norms of the weights are not computed here: :meth:`named_weight_matrices` exposes the
 matrices and :mod:`genbounds.spectral` measures them.

@@ -16,7 +16,7 @@ PALETTE = sns.color_palette("colorblind")
 
 
 def set_style() -> None:
-    """Apply the book's figure style (seaborn ``whitegrid``, colour-blind palette, readable sizes)."""
+    """Apply the book's figure style (seaborn ``whitegrid``, colour-blind palette)."""
     sns.set_theme(style="whitegrid", context="notebook", palette=PALETTE)
     mpl.rcParams.update(
         {

@@ -336,7 +336,9 @@ class ResultStore:
             match their checksum, or the code changed and ``on_code_change="error"``.
         """
         if on_code_change not in ("recompute", "warn", "error"):
-            raise ValueError(f"on_code_change must be recompute, warn or error, got {on_code_change!r}")
+            raise ValueError(
+                f"on_code_change must be recompute, warn or error, got {on_code_change!r}"
+            )
         key, json_path, npz_path = self._paths(config)
         if not json_path.exists():
             return None
@@ -399,9 +401,7 @@ class ResultStore:
             raise ValueError(f"fn must return a mapping of results, got {type(out).__name__}")
         arrays = {k: v for k, v in out.items() if not _is_scalar(v)}
         scalars = {k: v for k, v in out.items() if _is_scalar(v)}
-        return self.save(
-            config, arrays, scalars, device=describe_device(device), wall_time_s=wall
-        )
+        return self.save(config, arrays, scalars, device=describe_device(device), wall_time_s=wall)
 
 
 def _is_scalar(value: Any) -> bool:
@@ -433,6 +433,4 @@ def run_sweep(
         from tqdm.auto import tqdm
 
         iterator = tqdm(configs, desc="sweep")
-    return [
-        store.run(c, fn, device=device, on_code_change=on_code_change) for c in iterator
-    ]
+    return [store.run(c, fn, device=device, on_code_change=on_code_change) for c in iterator]

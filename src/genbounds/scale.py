@@ -35,7 +35,9 @@ def get_scale() -> Scale:
     return raw  # type: ignore[return-value]
 
 
-def scale_banner(data: str, *, scale: Scale | None = None, source: str = "computed in this run") -> str:
+def scale_banner(
+    data: str, *, scale: Scale | None = None, source: str = "computed in this run"
+) -> str:
     """One line for a figure caption: which scale, which data, and where the numbers came from.
 
     Parameters

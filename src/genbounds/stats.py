@@ -38,11 +38,17 @@ class TrendResult:
         """Human-readable summary, the slope expressed per ``per`` units of ``x``."""
         s = f"slope {self.slope * per:+.4g}{unit} per {per:g}"
         ci = f"{self.level:.0%} CI [{self.ci_low * per:+.4g}, {self.ci_high * per:+.4g}]"
-        return f"{s} ({ci}; t-test p = {self.p_value_t:.3g}, permutation p = {self.p_value_permutation:.3g}, n = {self.n})"
+        tests = f"t-test p = {self.p_value_t:.3g}, permutation p = {self.p_value_permutation:.3g}"
+        return f"{s} ({ci}; {tests}, n = {self.n})"
 
 
 def linear_trend(
-    x: np.ndarray, y: np.ndarray, *, level: float = 0.95, n_permutations: int = 10_000, seed: int = 0
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    level: float = 0.95,
+    n_permutations: int = 10_000,
+    seed: int = 0,
 ) -> TrendResult:
     """Fit ``y = a + b x`` by ordinary least squares and test ``b = 0``.
 

@@ -3,7 +3,7 @@
 For every sequence length ``T`` in ``config.T_values`` and every run ``r < runs_per_T``, a new
 data set (:func:`genbounds.data.make_sparse_majority`: new index set I, new embeddings, new
 bits) is drawn and a fresh :class:`genbounds.models.SparseMajorityMHA` is trained. The
-``paper()`` preset is the authors' protocol (``shared/notes/sparse-majority-protocol.md``;
+``paper()`` preset is the authors' protocol (the authors' public experiment script;
 the ``quick()`` preset changes the optimiser and the sizes, see its docstring): SGD with Keras
 momentum
 (``lr = 0.01``, ``momentum = 0.9``), batch 128, learning rate times 0.999 at every epoch start
