@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine (Python 3.11+ and make):
 #   make book   -> creates .venv, installs requirements.txt and the package, builds the HTML book
-#   make test   -> same set-up, then runs the unit tests and executes every notebook under nbval
+#   make test   -> same set-up, then lint + type-check, the unit tests, and every notebook under nbval
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -25,6 +25,8 @@ test: $(STAMP)
 	for nb in $(NOTEBOOKS); do \
 	  $(BIN)/jupytext --quiet --to ipynb --output _build/nbval/$$(basename $$nb .md).ipynb $$nb || exit 1; \
 	done
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy src/genbounds
 	$(BIN)/python -m pytest tests _build/nbval --nbval-lax --current-env -p no:cacheprovider
 
 unit: $(STAMP)

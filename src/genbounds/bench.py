@@ -219,8 +219,8 @@ def run_benchmark(
                 "epochs_timed": {"simple": r_simple, "engine_tokens": r_tok,
                                  "engine_bits": r_bits},
             }
-            row["speedup_tokens"] = row["engine_tokens_model_epochs_per_s"] * s_simple
-            row["speedup_bits"] = row["engine_bits_model_epochs_per_s"] * s_simple
+            row["speedup_tokens"] = K / s_tok * s_simple
+            row["speedup_bits"] = K / s_bits * s_simple
             train_rows.append(row)
 
         say(f"T={T}: validation passes")

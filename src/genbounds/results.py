@@ -309,7 +309,7 @@ class ResultStore:
         arrs = _check_arrays(arrays)
         scal = _check_scalars(scalars or {})
         buf = io.BytesIO()
-        np.savez(buf, **arrs)
+        np.savez(buf, **arrs)  # type: ignore[arg-type]
         npz_bytes = buf.getvalue()
         _atomic_write(npz_path, npz_bytes)
         provenance = Provenance.now(device=device, wall_time_s=wall_time_s)

@@ -305,7 +305,7 @@ def _is_real(x: Any) -> bool:
 
 
 def _is_pos_int(x: Any) -> bool:
-    return isinstance(x, int | np.integer) and not isinstance(x, bool) and x >= 1
+    return isinstance(x, int | np.integer) and not isinstance(x, bool) and bool(x >= 1)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -471,7 +471,7 @@ def _evaluate(
     all_models = Km == y.shape[0]
     idx_t = None if all_models else torch.as_tensor(models, device=y.device)
     p_sub = _subset(params, idx_t)
-    y_sub = y if all_models else y.index_select(0, idx_t)
+    y_sub = y if idx_t is None else y.index_select(0, idx_t)
     if chunk is None:
         chunk = _auto_chunk(Km, inputs.sample_numel, y.device, n)
     loss_sum = torch.zeros(Km, dtype=torch.float64, device=y.device)
@@ -733,10 +733,12 @@ def train_ensemble(
                 elif full:
                     Xb, yb = Xtr, y_tr
                 else:
+                    assert idx_t is not None  # not full: a subset of the models is active
                     Xb, yb = Xtr.index_select(0, idx_t), y_tr.index_select(0, idx_t)
                 if full:
                     p_in = {n: p.requires_grad_(True) for n, p in params.items()}
                 else:
+                    assert idx_t is not None
                     p_in = {
                         n: p.index_select(0, idx_t).requires_grad_(True)
                         for n, p in params.items()

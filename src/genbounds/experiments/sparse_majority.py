@@ -362,8 +362,8 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
         for key, val in tt_norms(model).items():
             add(key, val)
         # the kept weights rewritten as TT heads (float32), so that any norm can be computed later
-        for key, val in model.tt_correspondence(augment_bias=True).items():
-            add(f"tt_{key}", val.detach().cpu().to(torch.float32).numpy())
+        for key, mat in model.tt_correspondence(augment_bias=True).items():
+            add(f"tt_{key}", mat.detach().cpu().to(torch.float32).numpy())
         l1, l2 = _token_norm_bounds(tables)
         add("B_x_l1", l1)
         add("B_x_l2", l2)
