@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.md))
 export PYTHONHASHSEED := 0
 
-.PHONY: book test unit notebooks bench clean
+.PHONY: book test unit bench results-paper clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ test: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider
+
+results-paper: $(STAMP)
+	$(BIN)/python -m genbounds.experiments.sparse_majority --scale paper
 
 bench: $(STAMP)
 	$(BIN)/genbounds-bench --out _build/bench.json

@@ -200,3 +200,16 @@ def test_bad_inputs(tmp_path) -> None:
 def test_default_dir_honours_env(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("GENBOUNDS_RESULTS_DIR", str(tmp_path))
     assert results.default_results_dir() == tmp_path
+
+
+def test_summarize_provenance(tmp_path) -> None:
+    store = ResultStore(tmp_path, namespace="quick")
+    first = run_sweep(store, [Cfg(3), Cfg(4)], experiment, device="cpu")
+    text = results.summarize_provenance(first)
+    assert text.startswith("2 parts computed in this run") and "same code" in text
+    again = run_sweep(store, [Cfg(3), Cfg(4), Cfg(5)], experiment, device="cpu")
+    text = results.summarize_provenance(again)
+    assert text.startswith("1 of 3 parts computed in this run, 2 loaded")
+    assert results.summarize_provenance(again[:1]) == again[0].describe()
+    with pytest.raises(ValueError, match="results"):
+        results.summarize_provenance([])

@@ -153,3 +153,28 @@ def test_bad_config_raises() -> None:
         SparseMajorityConfig(lr=-1.0)
     with pytest.raises(ValueError, match="config must be"):
         run({"T_values": (20,)})  # type: ignore[arg-type]
+
+
+def test_stored_sweep_equals_one_shot_run(tiny_result, tmp_path) -> None:
+    from genbounds.experiments.sparse_majority import run_stored, sweep_configs
+    from genbounds.results import ResultStore
+
+    assert [c.T_values for c in sweep_configs(TINY)] == [(5,), (8,)]
+    store = ResultStore(tmp_path, namespace="quick")
+    arrays, parts = run_stored(TINY, store)
+    assert len(parts) == 2 and all(p.fresh for p in parts)
+    for key, value in tiny_result.items():
+        if key == "group_wall_time_s":
+            continue
+        np.testing.assert_allclose(arrays[key], value, rtol=1e-6, atol=1e-7, err_msg=key)
+    again, parts2 = run_stored(TINY, store)
+    assert not any(p.fresh for p in parts2)
+    np.testing.assert_array_equal(again["val_loss"], arrays["val_loss"])
+
+
+def test_main_fills_the_store(tmp_path, monkeypatch) -> None:
+    from genbounds.experiments import sparse_majority as smj
+
+    monkeypatch.setattr(smj.SparseMajorityConfig, "quick", classmethod(lambda cls: TINY))
+    assert smj.main(["--scale", "quick", "--results-dir", str(tmp_path)]) == 0
+    assert len(list((tmp_path / "quick" / "SparseMajorityConfig").glob("*.json"))) == 2

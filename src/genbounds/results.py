@@ -51,6 +51,7 @@ __all__ = [
     "default_results_dir",
     "describe_device",
     "run_sweep",
+    "summarize_provenance",
 ]
 
 OnCodeChange = Literal["recompute", "warn", "error"]
@@ -434,3 +435,32 @@ def run_sweep(
 
         iterator = tqdm(configs, desc="sweep")
     return [store.run(c, fn, device=device, on_code_change=on_code_change) for c in iterator]
+
+
+def summarize_provenance(results: Sequence[StoredResult]) -> str:
+    """One line describing where a set of stored results came from (for figure captions).
+
+    Says how many were computed in this run and how many loaded, the date range, the devices,
+    the total wall time, the commits, and whether all were made by the running code.
+    """
+    if len(results) == 0:
+        raise ValueError("results must not be empty")
+    if len(results) == 1:
+        return results[0].describe()
+    fresh = sum(r.fresh for r in results)
+    dates = sorted(r.provenance.created_utc for r in results)
+    devices = sorted({r.provenance.device for r in results})
+    provs = [r.provenance for r in results]
+    commits = sorted({p.git_commit[:10] + ("+dirty" if p.git_dirty else "") for p in provs})
+    same = all(r.provenance.code_fingerprint == code_fingerprint() for r in results)
+    wall = sum(r.provenance.wall_time_s for r in results)
+    origin = (
+        f"{fresh} of {len(results)} parts computed in this run, {len(results) - fresh} loaded"
+        if fresh < len(results)
+        else f"{len(results)} parts computed in this run"
+    )
+    when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    return (
+        f"{origin}: {when}, {'; '.join(devices)}, {wall:.1f} s wall in total, "
+        f"genbounds @ {', '.join(commits)} ({'same code' if same else 'DIFFERENT code'})"
+    )
