@@ -37,6 +37,8 @@ import torch
 from scipy import integrate, optimize, special
 from scipy.spatial.distance import cdist
 
+from genbounds.spectral import _check_norm_index
+
 __all__ = [
     "DudleyClosedForm",
     "MaureyResult",
@@ -547,15 +549,6 @@ def dudley_parametric_bound(
 
 
 # ============================================================================ covers
-def _check_p(p: Any) -> float:
-    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
-        raise ValueError(f"p must be a number in [1, inf], got {p!r}")
-    pv = float(p)
-    if math.isnan(pv) or pv < 1:
-        raise ValueError(f"p must be in [1, inf], got {p!r}")
-    return pv
-
-
 def _dist_row(points: np.ndarray, i: int, p: float) -> np.ndarray:
     if math.isinf(p):
         return cdist(points[i : i + 1], points, metric="chebyshev")[0]
@@ -570,7 +563,7 @@ def greedy_packing(points: Any, separation: float, *, p: float = 2.0) -> np.ndar
     """
     P = _finite_array(points, "points", ndim=2, shape_hint="(n_points, dim)")
     s = _pos_float(separation, "separation", allow_zero=True)
-    pv = _check_p(p)
+    pv = _check_norm_index(p, "p")
     covered = np.zeros(P.shape[0], dtype=bool)
     centres: list[int] = []
     for i in range(P.shape[0]):
