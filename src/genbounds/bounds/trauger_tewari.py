@@ -417,6 +417,11 @@ def _one_layer_from_cover(
     delta: DeltaChoice, integral: IntegralForm, form: Form, extra_consts: dict[str, float],
 ) -> BoundValue:
     check_choice(form, "form", _FORMS)
+    # the one place the corollaries' shared arguments are validated (both forms use them)
+    m = check_int(m, "m")
+    B_w, B_Wc = check_positive(B_w, "B_w"), check_positive(B_Wc, "B_Wc")
+    B_Wv, L_sigma = check_positive(B_Wv, "B_Wv"), check_positive(L_sigma, "L_sigma")
+    c = check_positive(c, "c")
     if form == "printed":
         B = B_w * B_Wc * L_sigma * B_Wv
         value, first, a = _printed_corollary(m, d, B, B_x, printed_alpha, c, subtract_log)
@@ -477,10 +482,9 @@ def rademacher_one_layer_l11(
     return _one_layer_from_cover(
         "Rademacher complexity, one layer, ||W_QK||_{1,1} <= B_QK",
         f"{_TT}, Cor. 4.1.1", bq * math.sqrt(2 * ell), False, "||x||_2 <= B_x",
-        "||W_QK||_{1,1} <= B_QK", check_int(m, "m"), d, bq * bq * bx * bx * ell, ell,
-        B_w=check_positive(B_w, "B_w"), B_Wc=check_positive(B_Wc, "B_Wc"),
-        B_Wv=check_positive(B_Wv, "B_Wv"), L_sigma=check_positive(L_sigma, "L_sigma"),
-        B_x=bx, c=check_positive(c, "c"), softmax_constant=softmax_constant, delta=delta,
+        "||W_QK||_{1,1} <= B_QK", m, d, bq * bq * bx * bx * ell, ell,
+        B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma,
+        B_x=bx, c=c, softmax_constant=softmax_constant, delta=delta,
         integral=integral, form=form, extra_consts={"B_QK": bq, "ln(2d^2+1)": ell})
 
 
@@ -518,11 +522,10 @@ def rademacher_one_layer_l1inf(
     return _one_layer_from_cover(
         "Rademacher complexity, one layer, ||W_QK||_{1,inf} <= B_QK",
         f"{_TT}, Cor. D.0.1", 2 * bq * math.sqrt(d * ell), True, "||x||_1 <= B_x",
-        "||W_QK||_{1,inf} <= B_QK (largest column l1 norm)", check_int(m, "m"), d,
+        "||W_QK||_{1,inf} <= B_QK (largest column l1 norm)", m, d,
         d * bq * bq * bx * bx * ell, d * ell,
-        B_w=check_positive(B_w, "B_w"), B_Wc=check_positive(B_Wc, "B_Wc"),
-        B_Wv=check_positive(B_Wv, "B_Wv"), L_sigma=check_positive(L_sigma, "L_sigma"),
-        B_x=bx, c=check_positive(c, "c"), softmax_constant=softmax_constant, delta=delta,
+        B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma,
+        B_x=bx, c=c, softmax_constant=softmax_constant, delta=delta,
         integral=integral, form=form, extra_consts={"B_QK": bq, "ln(2d+1)": ell})
 
 
@@ -564,11 +567,10 @@ def rademacher_one_layer_l21(
     return _one_layer_from_cover(
         "Rademacher complexity, one layer, ||W_QK^T||_{2,1} <= B_QK",
         f"{_TT}, Cor. D.0.2", 2 * bq * math.sqrt(2 * math.log(d)), True, "||x||_1 <= B_x",
-        "||W_QK^T||_{2,1} <= B_QK (sum of row l2 norms of W_QK)", check_int(m, "m"), d,
+        "||W_QK^T||_{2,1} <= B_QK (sum of row l2 norms of W_QK)", m, d,
         kappa * bq * bq * bx * bx * ell, 0.0,
-        B_w=check_positive(B_w, "B_w"), B_Wc=check_positive(B_Wc, "B_Wc"),
-        B_Wv=check_positive(B_Wv, "B_Wv"), L_sigma=check_positive(L_sigma, "L_sigma"),
-        B_x=bx, c=check_positive(c, "c"), softmax_constant=softmax_constant, delta=delta,
+        B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma,
+        B_x=bx, c=c, softmax_constant=softmax_constant, delta=delta,
         integral=integral, form=form,
         extra_consts={"B_QK": bq, "ln(d^2)": ell, "lemma_4_6_constant": kappa})
 
