@@ -64,6 +64,19 @@ def test_scale_invariance(c: float) -> None:
         assert f(c * a) == pytest.approx(f(a), rel=1e-10)
 
 
+# every function of the singular values (shared by the type and the bad-input tests)
+SPECTRUM_FUNCTIONS = [
+        sp.singular_values,
+        sp.effective_rank,
+        sp.stable_rank,
+        sp.nuclear_rank_ratio,
+        sp.numerical_rank,
+        sp.nuclear_norm,
+        sp.frobenius_norm,
+        sp.operator_norm,
+]
+
+
 def test_batching_equals_loop() -> None:
     a = RNG.standard_normal((3, 4, 5, 7))
     for f in (
@@ -89,14 +102,7 @@ def test_numpy_torch_agree_and_types() -> None:
     a = RNG.standard_normal((2, 5, 4))
     t = torch.from_numpy(a)
     for f in (
-        sp.singular_values,
-        sp.effective_rank,
-        sp.stable_rank,
-        sp.nuclear_rank_ratio,
-        sp.numerical_rank,
-        sp.nuclear_norm,
-        sp.frobenius_norm,
-        sp.operator_norm,
+        *SPECTRUM_FUNCTIONS,
         lambda x: sp.schatten_norm(x, 1.5),
         lambda x: sp.mixed_norm(x, 1, math.inf),
         lambda x: sp.induced_norm(x, 2, 2),
@@ -261,19 +267,7 @@ def test_entrywise_l1() -> None:
 
 
 # ----------------------------------------------------------------------------- errors
-@pytest.mark.parametrize(
-    "f",
-    [
-        sp.singular_values,
-        sp.effective_rank,
-        sp.stable_rank,
-        sp.nuclear_rank_ratio,
-        sp.numerical_rank,
-        sp.nuclear_norm,
-        sp.frobenius_norm,
-        sp.operator_norm,
-    ],
-)
+@pytest.mark.parametrize("f", SPECTRUM_FUNCTIONS)
 def test_bad_shapes_and_values(f) -> None:  # noqa: ANN001
     with pytest.raises(ValueError, match="ndim >= 2"):
         f(np.ones(3))
