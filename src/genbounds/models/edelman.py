@@ -1,0 +1,157 @@
+"""The heads and L-layer blocks of Edelman et al. (2022) in Trauger & Tewari's notation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+
+from genbounds.models.base import (
+    Ensemble,
+    normal_init,
+    project_rows_to_unit_ball,
+)
+from genbounds.validation import check_int, check_seeds
+
+__all__ = ['EdelmanTransformer']
+
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": torch.relu,
+    "identity": lambda x: x,
+    "tanh": torch.tanh,
+}
+
+
+class EdelmanTransformer(Ensemble):
+    r"""L-layer, H-head Transformer block of Edelman et al. (2022) / Trauger & Tewari (2024).
+
+    Notation of Trauger & Tewari (2024, Section 2.6), rows are tokens. One head applied to
+    ``Y`` (shape ``(T, d)``) is ``f_h(Y) = RowSoftmax(Y W_QK,h Y^T) Y W_v,h`` with ``W_QK,h``
+    of shape ``(d, d)`` **parametrised directly** (the product ``W_Q W_K^T`` of the paper,
+    combined into one trainable matrix as the paper does for its analysis) and ``W_v,h`` of
+    shape ``(d, k)``; ``W_c,h`` has shape ``(k, d)``. Layer ``i`` maps ``Y^(i)`` to
+
+    .. math::
+
+        Y^{(i+1)} = \Pi_{norm}\Big(\sum_{h=1}^H \sigma\big(\Pi_{norm}(f_h(Y^{(i)}))\big)
+            W^{(i)}_{c,h}\Big), \qquad Y^{(1)} = X,
+
+    where ``Pi_norm`` projects every row onto the unit l2 ball
+    (:func:`project_rows_to_unit_ball`) and ``sigma`` is applied entrywise. For ``H = 1`` this
+    is exactly the paper's ``g_block``; for ``H > 1`` the heads are summed inside the outer
+    projection, as the paper's multi-head layer ``sum_h sigma(...) W_c,h`` suggests (the paper
+    writes the projected block only for one head). The scalar output is
+    ``w^T Y^(L+1)_[CLS]`` with ``w`` of length ``d`` and the [CLS] row at ``cls_index``.
+
+    Initialisation (not specified by either paper; LeCun-style, fan-in scaled Gaussians drawn
+    per layer in the order ``W_QK, W_v, W_c`` and finally ``w``): ``W_QK ~ N(0, 1/d)``,
+    ``W_v ~ N(0, 1/d)``, ``W_c ~ N(0, 1/k)``, ``w ~ N(0, 1/d)``.
+
+    Parameters (leading ``K``): ``W_QK (K, L, H, d, d)``, ``W_v (K, L, H, d, k)``,
+    ``W_c (K, L, H, k, d)``, ``w (K, d)``. ``forward(X)`` maps ``(K, B, T, d)`` to ``(K, B)``.
+    """
+
+    def __init__(
+        self,
+        d: int,
+        k: int,
+        heads: int = 1,
+        layers: int = 1,
+        n_models: int = 1,
+        seeds: Sequence[int] | None = None,
+        activation: str = "relu",
+        cls_index: int = -1,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        self.d = check_int(d, "d")
+        self.k = check_int(k, "k")
+        self.heads = check_int(heads, "heads")
+        self.layers = check_int(layers, "layers")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}"
+            )
+        if not isinstance(cls_index, int) or isinstance(cls_index, bool):
+            raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
+        self.activation = activation
+        self.cls_index = cls_index
+        self.seeds = check_seeds(seeds, "seeds", n_models)
+        self.n_models = n_models
+        L, H = layers, heads
+
+        per_model: dict[str, list[torch.Tensor]] = {"W_QK": [], "W_v": [], "W_c": [], "w": []}
+        for seed in self.seeds:
+            gen = torch.Generator(device="cpu")
+            gen.manual_seed(int(seed))
+            qk, v, c = [], [], []
+            for _ in range(L):
+                qk.append(normal_init(1.0 / math.sqrt(d))(gen, (H, d, d)))
+                v.append(normal_init(1.0 / math.sqrt(d))(gen, (H, d, k)))
+                c.append(normal_init(1.0 / math.sqrt(k))(gen, (H, k, d)))
+            per_model["W_QK"].append(torch.stack(qk))
+            per_model["W_v"].append(torch.stack(v))
+            per_model["W_c"].append(torch.stack(c))
+            per_model["w"].append(normal_init(1.0 / math.sqrt(d))(gen, (d,)))
+        self._register({n: torch.stack(ts).to(dtype) for n, ts in per_model.items()})
+
+    W_QK: nn.Parameter
+    W_v: nn.Parameter
+    W_c: nn.Parameter
+    w: nn.Parameter
+
+    def _layer(self, Y: torch.Tensor, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        sigma = _ACTIVATIONS[self.activation]
+        S = torch.einsum("kbtd,khde,kbse->kbhts", Y, self.W_QK[:, i], Y)
+        A = torch.softmax(S, dim=-1)
+        Fh = torch.einsum("kbhts,kbsd,khde->kbhte", A, Y, self.W_v[:, i])
+        G = torch.einsum("kbhte,khed->kbtd", sigma(project_rows_to_unit_ball(Fh)), self.W_c[:, i])
+        return project_rows_to_unit_ball(G), A
+
+    def _check_cls(self, T: int) -> None:
+        if not -T <= self.cls_index < T:
+            raise ValueError(f"cls_index {self.cls_index} is out of range for T = {T} tokens")
+
+    def block_output(self, X: torch.Tensor) -> torch.Tensor:
+        """``g_block^(L+1)(X)``: the last layer's output for every token, ``(K, B, T, d)``."""
+        self._check_input(X)
+        Y = X
+        for i in range(self.layers):
+            Y, _ = self._layer(Y, i)
+        return Y
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Scalar outputs ``w^T Y_[CLS]`` of shape ``(K, B)`` for inputs ``(K, B, T, d)``."""
+        _, _, T = self._check_input(X)
+        self._check_cls(T)
+        Y = self.block_output(X)
+        return torch.einsum("kbd,kd->kb", Y[:, :, self.cls_index], self.w)
+
+    def attention(self, X: torch.Tensor, layer: int = 0) -> torch.Tensor:
+        """Row-stochastic attention of layer ``layer`` (0-based): ``(K, B, heads, T, T)``."""
+        self._check_input(X)
+        if not isinstance(layer, int) or not 0 <= layer < self.layers:
+            raise ValueError(f"layer must be in [0, {self.layers}), got {layer!r}")
+        Y = X
+        for i in range(layer):
+            Y, _ = self._layer(Y, i)
+        return self._layer(Y, layer)[1]
+
+    def named_weight_matrices(self) -> dict[str, torch.Tensor]:
+        """Per-layer, per-head matrices in the row convention of Section 2.6 (detached).
+
+        Keys ``"layer{i}.head{h}.W_QK"`` ``(K, d, d)``, ``"layer{i}.head{h}.W_v"``
+        ``(K, d, k)``, ``"layer{i}.head{h}.W_c"`` ``(K, k, d)`` and ``"w"`` ``(K, d)``.
+        Trauger & Tewari's norm conditions are stated for ``W_v^T`` and ``W_c^T`` (the maps
+        ``x -> W x`` on column vectors): transpose before taking mixed norms.
+        """
+        out: dict[str, torch.Tensor] = {}
+        for i in range(self.layers):
+            for h in range(self.heads):
+                out[f"layer{i}.head{h}.W_QK"] = self.W_QK.detach()[:, i, h]
+                out[f"layer{i}.head{h}.W_v"] = self.W_v.detach()[:, i, h]
+                out[f"layer{i}.head{h}.W_c"] = self.W_c.detach()[:, i, h]
+        out["w"] = self.w.detach()
+        return out

@@ -1,0 +1,414 @@
+"""The Keras model of Trauger & Tewari's sparse-majority experiment, reproduced exactly."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from genbounds.models.base import (
+    Ensemble,
+    keras_glorot_uniform_limit,
+    normal_init,
+    stack_init,
+    uniform_init,
+    zeros_init,
+)
+from genbounds.validation import check_int, check_seeds
+
+__all__ = ['SparseMajorityMHA']
+
+class SparseMajorityMHA(Ensemble):
+    r"""The sparse-majority model of Trauger & Tewari (2024), a faithful port of their Keras code.
+
+    Architecture (one model, input ``X`` of shape ``(T+1, d)``, [CLS] at ``cls_index``, the
+    authors put it last): ``tf.keras.layers.MultiHeadAttention(num_heads=heads,
+    key_dim=key_dim)`` used as self-attention ``mha(X, X)`` with its defaults (value_dim =
+    key_dim, biases on the query/key/value/output projections, no dropout, output dimension
+    ``d``), then ReLU, then ``Dense(d)`` with bias and no activation, then the [CLS] row through a
+    linear map ``d -> 2`` with bias. Per head ``h``:
+
+    .. math::
+
+        Q_h = X W^Q_h + b^Q_h,\quad K_h = X W^K_h + b^K_h,\quad V_h = X W^V_h + b^V_h,\qquad
+        A_h = \mathrm{RowSoftmax}(Q_h K_h^\top / \sqrt{\text{key\_dim}}),
+
+    ``MHA(X) = sum_h A_h V_h W^O_h + b^O``, ``logits = (relu(MHA(X)) W^D + b^D)_[CLS] W^L + b^L``.
+
+    Keras parameter shapes (here with a leading ``K``): ``query_kernel``, ``key_kernel``,
+    ``value_kernel`` ``(d, heads, key_dim)`` with biases ``(heads, key_dim)``;
+    ``output_kernel`` ``(heads, key_dim, d)`` with bias ``(d,)``; ``dense_kernel`` ``(d, d)``,
+    ``dense_bias`` ``(d,)``; ``head_kernel`` ``(d, 2)``, ``head_bias`` ``(2,)``.
+
+    Initialisation, exactly Keras' defaults (Glorot & Bengio, 2010, uniform; fans from
+    :func:`keras_compute_fans`; drawn in the order query, key, value, output, dense, head):
+
+    * query/key/value kernels ``(d, heads, key_dim)``: receptive field ``d``, so
+      ``fan_in = heads * d`` and ``fan_out = key_dim * d``; the uniform half-width is
+      ``sqrt(6 / (d * (heads + key_dim)))`` (0.03769 for d = 64, heads = 2, key_dim = 64);
+    * output kernel ``(heads, key_dim, d)``: receptive field ``heads``, ``fan_in =
+      heads * key_dim``, ``fan_out = heads * d``, half-width ``sqrt(6 / (heads * (key_dim +
+      d)))`` (0.15309 for the defaults);
+    * dense kernel ``(d, d)``: ``sqrt(6 / (2 d))`` (0.21651 for d = 64);
+    * all biases zero; the final ``d -> 2`` kernel ``N(0, 0.05^2)`` (Keras ``random_normal``,
+      stddev 0.05, as in the authors' ``Last_Linear`` layer).
+
+    Evaluation: only the [CLS] row reaches the output, so :meth:`forward` computes attention
+    for the [CLS] query alone and reassociates the products (``q^T (x W^K) = (W^K q)^T x`` and
+    ``sum_t a_t (x_t W^V + b^V) = (sum_t a_t x_t) W^V + (sum_t a_t) b^V``): exact algebraic
+    identities that cost ``O(T d heads)`` per sample instead of ``O(T d heads key_dim)`` and
+    ``O(T^2)``. :meth:`forward_full` is the straightforward full-attention computation; the two
+    agree to floating-point tolerance in values and gradients (tested).
+
+    Token tables (optional, for sparse majority): after :meth:`set_token_tables`, ``forward``
+    also accepts **bits** ``(K, B, T)`` (0/1, any real dtype) instead of tokens ``(K, B, T+1,
+    d)``. Token ``t`` is then ``e_{b_t} + P_t`` and the [CLS] token (last row) ``e_cls + P_T``,
+    exactly :meth:`genbounds.data.SparseMajorityData.tokens`. Linearity splits every product
+    with a token into a product with the embedding and one with the positional row: the [CLS]
+    query is the same for all samples of a model, the key scores are ``(P W^K q)_t +
+    (e_{b_t} W^K q)``, and ``sum_t a_t x_t = a P + (sum_{b_t=0} a_t) e_0 + (sum_{b_t=1} a_t)
+    e_1 + a_T e_cls``. No token matrix is ever formed; the per-sample cost is ``O(T heads)``
+    plus one dense ``(B heads) x T x d`` product per model. Same numbers up to rounding
+    (tested against :meth:`forward_full`).
+    """
+
+    def __init__(
+        self,
+        d: int = 64,
+        heads: int = 2,
+        key_dim: int = 64,
+        n_models: int = 1,
+        seeds: Sequence[int] | None = None,
+        cls_index: int = -1,
+        n_outputs: int = 2,
+        final_init_std: float = 0.05,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        self.d = check_int(d, "d")
+        self.heads = check_int(heads, "heads")
+        self.key_dim = check_int(key_dim, "key_dim")
+        self.n_outputs = check_int(n_outputs, "n_outputs")
+        if not isinstance(cls_index, int) or isinstance(cls_index, bool):
+            raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
+        if not (isinstance(final_init_std, int | float) and final_init_std >= 0):
+            raise ValueError(f"final_init_std must be >= 0, got {final_init_std!r}")
+        self.cls_index = cls_index
+        self.seeds = check_seeds(seeds, "seeds", n_models)
+        self.n_models = n_models
+        H, kd = heads, key_dim
+        qkv = (d, H, kd)
+        out = (H, kd, d)
+        draws = [
+            ("query_kernel", qkv, uniform_init(keras_glorot_uniform_limit(qkv))),
+            ("query_bias", (H, kd), zeros_init),
+            ("key_kernel", qkv, uniform_init(keras_glorot_uniform_limit(qkv))),
+            ("key_bias", (H, kd), zeros_init),
+            ("value_kernel", qkv, uniform_init(keras_glorot_uniform_limit(qkv))),
+            ("value_bias", (H, kd), zeros_init),
+            ("output_kernel", out, uniform_init(keras_glorot_uniform_limit(out))),
+            ("output_bias", (d,), zeros_init),
+            ("dense_kernel", (d, d), uniform_init(keras_glorot_uniform_limit((d, d)))),
+            ("dense_bias", (d,), zeros_init),
+            ("head_kernel", (d, n_outputs), normal_init(float(final_init_std))),
+            ("head_bias", (n_outputs,), zeros_init),
+        ]
+        self._register(stack_init(self.seeds, draws, dtype))
+        self.register_buffer("token_bit_embeddings", None)
+        self.register_buffer("token_cls_embedding", None)
+        self.register_buffer("token_positional", None)
+
+    query_kernel: nn.Parameter
+    query_bias: nn.Parameter
+    key_kernel: nn.Parameter
+    key_bias: nn.Parameter
+    value_kernel: nn.Parameter
+    value_bias: nn.Parameter
+    output_kernel: nn.Parameter
+    output_bias: nn.Parameter
+    dense_kernel: nn.Parameter
+    dense_bias: nn.Parameter
+    head_kernel: nn.Parameter
+    head_bias: nn.Parameter
+
+    token_bit_embeddings: torch.Tensor | None
+    token_cls_embedding: torch.Tensor | None
+    token_positional: torch.Tensor | None
+
+    def set_token_tables(
+        self,
+        bit_embeddings: torch.Tensor,
+        cls_embedding: torch.Tensor,
+        positional: torch.Tensor,
+    ) -> None:
+        """Register per-model token tables so that ``forward`` accepts bits ``(K, B, T)``.
+
+        Parameters
+        ----------
+        bit_embeddings:
+            ``(K, 2, d)``: rows ``e_0, e_1`` of every model's data set.
+        cls_embedding:
+            ``(K, d)``: ``e_cls``.
+        positional:
+            ``(T + 1, d)`` (shared) or ``(K, T + 1, d)``: positional rows, [CLS] last.
+
+        The tables are buffers with a leading K (they follow the model to its device and are
+        subset with it by the training engine); they are cast to the parameters' dtype. The
+        [CLS] token must be the last row (``cls_index`` -1).
+        """
+        K = self.query_kernel.shape[0]
+        ref = self.query_kernel
+        tabs = []
+        for name, t in (("bit_embeddings", bit_embeddings), ("cls_embedding", cls_embedding),
+                        ("positional", positional)):
+            if not isinstance(t, torch.Tensor):
+                t = torch.as_tensor(t)
+            if not torch.isfinite(t).all():
+                raise ValueError(f"{name} contains non-finite values")
+            tabs.append(t.detach().to(device=ref.device, dtype=ref.dtype))
+        bit, cls, pos = tabs
+        if bit.shape != (K, 2, self.d):
+            raise ValueError(f"bit_embeddings must have shape ({K}, 2, {self.d}); got "
+                             f"{tuple(bit.shape)}")
+        if cls.shape != (K, self.d):
+            raise ValueError(f"cls_embedding must have shape ({K}, {self.d}); got "
+                             f"{tuple(cls.shape)}")
+        if pos.ndim == 2:
+            pos = pos.unsqueeze(0).expand(K, -1, -1)
+        if pos.ndim != 3 or pos.shape[0] != K or pos.shape[2] != self.d or pos.shape[1] < 2:
+            raise ValueError(f"positional must have shape (T + 1, {self.d}) or ({K}, T + 1, "
+                             f"{self.d}) with T >= 1; got {tuple(positional.shape)}")
+        if self.cls_index not in (-1, pos.shape[1] - 1):
+            raise ValueError(f"token tables need the [CLS] token last; cls_index is "
+                             f"{self.cls_index}")
+        self.token_bit_embeddings = bit.contiguous()
+        self.token_cls_embedding = cls.contiguous()
+        self.token_positional = pos.contiguous()
+
+    def _check_bits(self, X: torch.Tensor) -> tuple[int, int, int]:
+        if self.token_positional is None:
+            raise ValueError(
+                "X of shape (K, B, T) means bits, which needs set_token_tables() first; "
+                f"otherwise X must have shape (K, B, T, d); got {tuple(X.shape)}"
+            )
+        K, B, T = X.shape
+        k_params = self.query_kernel.shape[0]
+        if K != k_params or self.token_positional.shape[0] != K:
+            raise ValueError(
+                f"X must have leading size K = {k_params} (one batch per model); "
+                f"got shape {tuple(X.shape)}"
+            )
+        if T + 1 != self.token_positional.shape[1]:
+            raise ValueError(
+                f"bits must have T = {self.token_positional.shape[1] - 1} positions (the token "
+                f"tables' length minus [CLS]); got shape {tuple(X.shape)}"
+            )
+        return K, B, T + 1
+
+    def tokens_from_bits(self, bits: torch.Tensor) -> torch.Tensor:
+        """Tokens ``(K, B, T+1, d)`` for bits ``(K, B, T)`` from the registered tables."""
+        if not isinstance(bits, torch.Tensor) or bits.ndim != 3:
+            raise ValueError("bits must be a tensor of shape (K, B, T)")
+        self._check_bits(bits)
+        assert self.token_bit_embeddings is not None and self.token_cls_embedding is not None
+        assert self.token_positional is not None
+        P = self.token_positional
+        e0 = self.token_bit_embeddings[:, 0, None, None, :]
+        e1 = self.token_bit_embeddings[:, 1, None, None, :]
+        body = torch.where(bits[..., None] != 0, e1 + P[:, None, :-1], e0 + P[:, None, :-1])
+        cls = (self.token_cls_embedding + P[:, -1])[:, None, None, :]
+        return torch.cat([body, cls.expand(-1, bits.shape[1], -1, -1)], dim=2)
+
+    def _as_tokens(self, X: torch.Tensor) -> torch.Tensor:
+        if isinstance(X, torch.Tensor) and X.ndim == 3:
+            return self.tokens_from_bits(X)
+        return X
+
+    def _check(self, X: torch.Tensor) -> tuple[int, int, int]:
+        K, B, T = self._check_input(X)
+        if not -T <= self.cls_index < T:
+            raise ValueError(f"cls_index {self.cls_index} is out of range for T = {T} tokens")
+        return K, B, T
+
+    def _readout(self, mha_cls: torch.Tensor) -> torch.Tensor:
+        hidden = torch.einsum("kbd,kde->kbe", torch.relu(mha_cls), self.dense_kernel)
+        hidden = hidden + self.dense_bias[:, None, :]
+        logits = torch.einsum("kbd,kdo->kbo", hidden, self.head_kernel)
+        return logits + self.head_bias[:, None, :]
+
+    def cls_attention(self, X: torch.Tensor) -> torch.Tensor:
+        """Attention of the [CLS] query over all tokens, ``(K, B, heads, T)`` (rows sum to 1)."""
+        X = self._as_tokens(X)
+        self._check(X)
+        return self._cls_attention(X)
+
+    def _cls_attention(self, X: torch.Tensor) -> torch.Tensor:
+        x_cls = X[:, :, self.cls_index]  # (K, B, d)
+        q = torch.einsum("kbd,kdhe->kbhe", x_cls, self.query_kernel) + self.query_bias[:, None]
+        q = q * (1.0 / math.sqrt(self.key_dim))
+        u = torch.einsum("kbhe,kdhe->kbhd", q, self.key_kernel)  # W^K_h q_h
+        c = torch.einsum("kbhe,khe->kbh", q, self.key_bias)  # q_h . b^K_h, same for every key
+        scores = torch.einsum("kbtd,kbhd->kbht", X, u) + c[..., None]
+        return torch.softmax(scores, dim=-1)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Logits ``(K, B, n_outputs)`` computed with the exact O(T) [CLS]-only shortcut.
+
+        ``X`` is tokens ``(K, B, T, d)`` or, after :meth:`set_token_tables`, bits ``(K, B, T)``.
+        """
+        if isinstance(X, torch.Tensor) and X.ndim == 3:
+            self._check_bits(X)
+            a, z = self._cls_attend_bits(X)
+        else:
+            self._check(X)
+            a = self._cls_attention(X)  # (K, B, H, T)
+            z = torch.einsum("kbht,kbtd->kbhd", a, X)  # sum_t a_t x_t
+        return self._from_attended(a, z)
+
+    def _cls_attend_bits(self, bits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """[CLS] attention ``(K, B, H, T+1)`` and ``sum_t a_t x_t`` ``(K, B, H, d)`` from bits."""
+        E = self.token_bit_embeddings  # (K, 2, d)
+        e_cls = self.token_cls_embedding  # (K, d)
+        P = self.token_positional  # (K, T+1, d)
+        assert E is not None and e_cls is not None and P is not None
+        b = bits.to(P.dtype)  # (K, B, T)
+        x_cls = e_cls + P[:, -1]  # the same [CLS] token for every sample of a model
+        q = torch.einsum("kd,kdhe->khe", x_cls, self.query_kernel) + self.query_bias
+        q = q * (1.0 / math.sqrt(self.key_dim))
+        u = torch.einsum("khe,kdhe->khd", q, self.key_kernel)  # W^K_h q_h
+        c = torch.einsum("khe,khe->kh", q, self.key_bias)
+        Pu = torch.einsum("ktd,khd->kht", P, u) + c[..., None]  # (K, H, T+1)
+        Eu = torch.einsum("kvd,khd->khv", E, u)  # (K, H, 2)
+        cls_u = torch.einsum("kd,khd->kh", e_cls, u)
+        body = (Pu[:, None, :, :-1] + Eu[:, None, :, 0, None]
+                + b[:, :, None, :] * (Eu[:, None, :, 1] - Eu[:, None, :, 0])[..., None])
+        last = (Pu[:, :, -1] + cls_u)[:, None, :, None].expand(-1, b.shape[1], -1, -1)
+        a = torch.softmax(torch.cat([body, last], dim=-1), dim=-1)  # (K, B, H, T+1)
+        a_body = a[..., :-1]
+        s1 = torch.einsum("kbht,kbt->kbh", a_body, b)  # attention on tokens with bit 1
+        s0 = a_body.sum(dim=-1) - s1
+        z = (torch.einsum("kbht,ktd->kbhd", a, P)
+             + s0[..., None] * E[:, None, None, 0] + s1[..., None] * E[:, None, None, 1]
+             + a[..., -1, None] * e_cls[:, None, None, :])
+        return a, z
+
+    def _from_attended(self, a: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        v = torch.einsum("kbhd,kdhe->kbhe", z, self.value_kernel)
+        v = v + a.sum(dim=-1, keepdim=True) * self.value_bias[:, None]
+        mha = torch.einsum("kbhe,khed->kbd", v, self.output_kernel) + self.output_bias[:, None]
+        return self._readout(mha)
+
+    def mha_full(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keras' ``MultiHeadAttention(X, X)`` for every row: ``((K, B, T, d), attention)``.
+
+        The attention has shape ``(K, B, heads, T, T)``; straightforward O(T^2) computation
+        in the order Keras uses (scaled queries, scores, softmax, weighted values, output
+        projection). ``X`` may be bits after :meth:`set_token_tables`.
+        """
+        X = self._as_tokens(X)
+        self._check(X)
+        scale = 1.0 / math.sqrt(self.key_dim)
+        Q = torch.einsum("kbtd,kdhe->kbhte", X, self.query_kernel)
+        Q = (Q + self.query_bias[:, None, :, None]) * scale
+        Kx = torch.einsum("kbtd,kdhe->kbhte", X, self.key_kernel)
+        Kx = Kx + self.key_bias[:, None, :, None]
+        V = torch.einsum("kbtd,kdhe->kbhte", X, self.value_kernel)
+        V = V + self.value_bias[:, None, :, None]
+        A = torch.softmax(torch.einsum("kbhse,kbhte->kbhst", Q, Kx), dim=-1)
+        heads_out = torch.einsum("kbhst,kbhte->kbhse", A, V)
+        out = torch.einsum("kbhse,khed->kbsd", heads_out, self.output_kernel)
+        return out + self.output_bias[:, None, None, :], A
+
+    def forward_full(self, X: torch.Tensor) -> torch.Tensor:
+        """Logits ``(K, B, n_outputs)`` from full self-attention (reference implementation)."""
+        mha, _ = self.mha_full(X)
+        return self._readout(mha[:, :, self.cls_index])
+
+    def attention(self, X: torch.Tensor) -> torch.Tensor:
+        """Full row-stochastic attention matrices ``(K, B, heads, T, T)``."""
+        return self.mha_full(X)[1]
+
+    def named_weight_matrices(self) -> dict[str, torch.Tensor]:
+        """All trainable tensors (kernels and biases) by Keras-like name, detached, leading K."""
+        return {name: p.detach() for name, p in self.named_parameters()}
+
+    def tt_correspondence(self, augment_bias: bool = True) -> dict[str, torch.Tensor]:
+        r"""The weights rewritten in Trauger & Tewari's head notation (Section 2.6 / 4.1).
+
+        The [CLS] output of this model, for each logit ``s``, is
+
+        .. math::
+
+            \ell_s(X) = w_s^\top W_c^\top \sigma\Big(\sum_h W_{v,h}^\top \tilde X^\top
+                \mathrm{softmax}\big(\tilde X W_{QK,h}^\top \tilde x_{[CLS]}\big)\Big) + o_s,
+
+        with ``sigma = ReLU`` and the matrices returned here:
+
+        * ``W_QK`` ``(K, heads, d', d')``: ``W^Q_h (W^K_h)^T / sqrt(key_dim)``, the combined
+          matrix of Section 2.6 in its row convention (scores ``X W_QK X^T``; the [CLS] row
+          is ``softmax(X W_QK^T x_[CLS])`` as in TT Section 4.1);
+        * ``W_v`` ``(K, heads, d', d)``: ``W^V_h W^O_h`` (value then output projection; the
+          ReLU comes after the output projection, so the TT value map has ``k = d``);
+        * ``W_c`` ``(K, d, d)``: the ``Dense`` kernel ``W^D``, shared by the heads;
+        * ``w`` ``(K, d, n_outputs)``: the final kernel, column ``s`` is ``w_s``;
+        * ``offset`` ``(K, n_outputs)``: ``o_s = (b^D)^T w_s + b^L_s``.
+
+        With ``augment_bias=True`` (default) every token gets a constant last coordinate 1,
+        ``x~ = (x, 1)`` and ``d' = d + 1``, and the biases are absorbed exactly: the query
+        bias into the last column of ``W_QK``; the key bias adds the same number
+        ``q_h . b^K_h`` to every score of a row and cancels in the softmax, so it is dropped;
+        the value bias and output bias enter the last row of ``W_v`` (allowed because the
+        attention weights sum to one; the output bias is put in head 0). The dense and final
+        biases cannot be absorbed into a head and remain as the constant ``offset``. With
+        ``augment_bias=False`` only the kernels are used (``d' = d``) and the biases are
+        ignored, which describes the trained model only when they are small.
+
+        What does *not* match TT's class, and is not hidden by this rewriting: (i) the ReLU
+        acts on the **sum** of the heads (Keras adds the heads in the output projection before
+        the activation), whereas TT's multi-head layer sums ``sigma(...) W_c,h`` per head, so
+        for ``heads > 1`` the model is outside TT's class (for ``heads = 1`` it is inside);
+        (ii) the constant ``offset`` is outside the class (it adds at most ``|o_s| /
+        sqrt(m)`` to a Rademacher complexity); (iii) with ``augment_bias=True`` the inputs are
+        the augmented tokens, whose norm bound is ``B_x + 1`` (l1) or ``sqrt(B_x^2 + 1)``
+        (l2); (iv) the two logits are handled as in TT Section 5 (Theorem 5.1).
+        """
+        p = {n: t.detach() for n, t in self.named_parameters()}
+        Wq = p["query_kernel"].permute(0, 2, 1, 3)  # (K, H, d, kd)
+        Wk = p["key_kernel"].permute(0, 2, 1, 3)
+        Wv = p["value_kernel"].permute(0, 2, 1, 3)
+        Wo = p["output_kernel"]  # (K, H, kd, d)
+        if augment_bias:
+            Wq = torch.cat([Wq, p["query_bias"][:, :, None, :]], dim=2)  # (K, H, d+1, kd)
+            Wk = torch.cat([Wk, torch.zeros_like(p["key_bias"][:, :, None, :])], dim=2)
+            Wv = torch.cat([Wv, p["value_bias"][:, :, None, :]], dim=2)
+        W_qk_row = torch.einsum("khae,khbe->khab", Wq, Wk) / math.sqrt(self.key_dim)
+        W_v = torch.einsum("khae,khed->khad", Wv, Wo)
+        if augment_bias:
+            W_v = W_v.clone()
+            W_v[:, 0, -1, :] += p["output_bias"]
+        offset = torch.einsum("kd,kds->ks", p["dense_bias"], p["head_kernel"]) + p["head_bias"]
+        return {
+            "W_QK": W_qk_row,
+            "W_v": W_v,
+            "W_c": p["dense_kernel"].clone(),
+            "w": p["head_kernel"].clone(),
+            "offset": offset,
+        }
+
+    @staticmethod
+    def tt_forward(tt: dict[str, torch.Tensor], X: torch.Tensor, cls_index: int = -1,
+                   augment_bias: bool = True) -> torch.Tensor:
+        """Evaluate the formula of :meth:`tt_correspondence` (a check that it is exact).
+
+        Returns logits ``(K, B, n_outputs)`` for inputs ``(K, B, T, d)``.
+        """
+        if augment_bias:
+            X = torch.cat([X, torch.ones_like(X[..., :1])], dim=-1)
+        x_cls = X[:, :, cls_index]
+        scores = torch.einsum("kbtd,khed,kbe->kbht", X, tt["W_QK"], x_cls)
+        a = torch.softmax(scores, dim=-1)
+        pre = torch.einsum("kbht,kbtd,khde->kbe", a, X, tt["W_v"])
+        hidden = torch.einsum("kbd,kde->kbe", torch.relu(pre), tt["W_c"])
+        return torch.einsum("kbd,kds->kbs", hidden, tt["w"]) + tt["offset"][:, None, :]
