@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -129,7 +130,7 @@ def test_rademacher_bad_inputs() -> None:
 )
 def test_inverse_square_closed_form_vs_quadrature(A: float, n: int, U: float, w: float) -> None:
     logn = cx.log_covering_inverse_square(A)
-    cf = cx.dudley_inverse_square(A, n, U, c=2.0, weight=w)
+    cf = cx.dudley_inverse_square(A, 0.0, n, U, c=2.0, weight=w)
     assert cf.delta == pytest.approx(w * math.sqrt(A / n), rel=1e-12)
     num_delta = cx.dudley_optimal_delta(logn, n, U, weight=w)
     assert num_delta == pytest.approx(cf.delta, rel=1e-8)
@@ -142,7 +143,7 @@ def test_inverse_square_closed_form_vs_quadrature(A: float, n: int, U: float, w:
 
 def test_inverse_square_large_complexity_caps_at_upper() -> None:
     # sqrt(A/n) >= U: best delta = U, value c U (the trivial bound)
-    cf = cx.dudley_inverse_square(100.0, 10, 1.0, c=1.5)
+    cf = cx.dudley_inverse_square(100.0, 0.0, 10, 1.0, c=1.5)
     assert cf.delta == 1.0 and cf.value == pytest.approx(1.5)
     logn = cx.log_covering_inverse_square(100.0)
     assert cx.dudley_optimal_delta(logn, 10, 1.0) == 1.0
@@ -152,6 +153,123 @@ def test_inverse_square_large_complexity_caps_at_upper() -> None:
 def test_inverse_square_diverges_at_zero() -> None:
     with pytest.raises(ValueError, match="did not converge"):
         cx.dudley_integral(cx.log_covering_inverse_square(1.0), 100, 1.0, delta=0.0)
+
+
+# ---- the one solver for log N <= a0 + A/eps^2 (ported from tests/test_bounds_trauger_tewari.py)
+@pytest.mark.parametrize("A,a0,n,U", [(4.0, 3.0, 500, 1.0), (0.5, 0.0, 100, 2.0),
+                                      (100.0, 5.0, 300, 1.0), (1e-3, 2.0, 1000, 1.0)])
+def test_dudley_closed_forms_match_quadrature_and_numeric_minimum(A: float, a0: float, n: int,
+                                                                   U: float) -> None:
+    for integral in ("split", "exact"):
+        r = cx.dudley_inverse_square(A, a0, n, U, c=3.0, integral=integral)
+        rn = cx.dudley_inverse_square(A, a0, n, U, c=3.0, integral=integral, delta="numeric")
+        assert r.value == pytest.approx(rn.value, rel=1e-9)
+        assert r.closed_form_valid
+        if integral == "split":
+            assert r.delta_stationary == pytest.approx(math.sqrt(A) / (math.sqrt(n) -
+                                                                        math.sqrt(a0)))
+            G = r.delta + (U - r.delta) * math.sqrt(a0 / n) + math.sqrt(A / n) * math.log(
+                U / r.delta)
+        else:
+            assert r.delta_stationary == pytest.approx(math.sqrt(A / (n - a0)))
+            quad, _ = integrate.quad(lambda e: math.sqrt((a0 + A / e**2) / n), r.delta, U,
+                                     epsrel=1e-12)
+            G = r.delta + quad
+        assert r.value == pytest.approx(3.0 * G, rel=1e-9)
+        # brute-force minimum over a grid of delta in (0, U]
+        grid = np.geomspace(U * 1e-6, U, 20001)
+        objs = [cx.dudley_inverse_square(A, a0, n, U, c=1.0, integral=integral,
+                                         delta=float(g)).objective for g in grid]
+        assert r.objective <= min(objs) + 1e-12
+
+
+def test_dudley_closed_form_invalid_regime_gives_trivial_bound() -> None:
+    # sqrt(A/n) > U: the stationary point lies outside (0, U]; the minimum is G(U) = U
+    r = cx.dudley_inverse_square(400.0, 1.0, 50, 1.0, c=2.0)
+    assert not r.closed_form_valid and r.delta == 1.0 and r.value == pytest.approx(2.0)
+    # the paper's substitution of the unclipped stationary point would give less than U
+    a, b = math.sqrt(1.0 / 50), math.sqrt(400.0 / 50)
+    ds = r.delta_stationary
+    printed = ds + (1.0 - ds) * a + b * math.log(1.0 / ds)
+    assert printed < 1.0
+    # n <= a0: G decreasing, minimum at U
+    r2 = cx.dudley_inverse_square(1.0, 10.0, 5, 1.0, c=1.0)
+    assert math.isinf(r2.delta_stationary) and r2.value == pytest.approx(1.0)
+    # A = 0: delta* = 0 and G = U sqrt(a0/n)
+    r3 = cx.dudley_inverse_square(0.0, 4.0, 100, 2.0, c=1.0)
+    assert r3.delta == 0.0 and r3.value == pytest.approx(2.0 * 0.2)
+    # A = a0 = 0: the class is a point, the bound is 0
+    r4 = cx.dudley_inverse_square(0.0, 0.0, 100, 2.0, c=1.0)
+    assert r4.value == 0.0 and r4.delta == 0.0
+
+
+def test_dudley_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="delta"):
+        cx.dudley_inverse_square(1.0, 0.0, 10, 1.0, c=1.0, delta=2.0)
+    with pytest.raises(ValueError, match="delta"):
+        cx.dudley_inverse_square(1.0, 0.0, 10, 1.0, c=1.0, delta=0.0)
+    with pytest.raises(ValueError, match="delta"):
+        cx.dudley_inverse_square(1.0, 0.0, 10, 1.0, c=1.0, delta="best")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="integral"):
+        cx.dudley_inverse_square(1.0, 0.0, 10, 1.0, c=1.0, integral="trapz")  # type: ignore
+    with pytest.raises(ValueError, match="c must"):
+        cx.dudley_inverse_square(1.0, 0.0, 10, 1.0, c=0.0)
+    with pytest.raises(ValueError, match="A must"):
+        cx.dudley_inverse_square(-1.0, 0.0, 10, 1.0, c=1.0)
+    with pytest.raises(ValueError, match="a0 must"):
+        cx.dudley_inverse_square(1.0, -1.0, 10, 1.0, c=1.0)
+    with pytest.raises(ValueError, match="n must"):
+        cx.dudley_inverse_square(1.0, 0.0, 0, 1.0, c=1.0)
+    with pytest.raises(ValueError, match="upper must"):
+        cx.dudley_inverse_square(1.0, 0.0, 10, 0.0, c=1.0)
+    with pytest.raises(ValueError, match="weight must"):
+        cx.dudley_inverse_square(1.0, 0.0, 10, 1.0, c=1.0, weight=0.0)
+
+
+@pytest.mark.parametrize("A,a0,n,U,w", [(4.0, 3.0, 500, 1.0, 3.0), (0.5, 0.0, 100, 2.0, 0.5),
+                                        (2.0, 1.0, 60, 1.0, 2.0), (1e-3, 2.0, 1000, 1.0, 1.7)])
+def test_dudley_weight_is_the_integral_weight(A: float, a0: float, n: int, U: float,
+                                              w: float) -> None:
+    # w int sqrt((a0 + A/eps^2)/n) equals the unweighted solver on (w^2 A, w^2 a0) ...
+    for integral in ("split", "exact"):
+        rw = cx.dudley_inverse_square(A, a0, n, U, c=2.0, weight=w, integral=integral)
+        r1 = cx.dudley_inverse_square(w * w * A, w * w * a0, n, U, c=2.0, integral=integral)
+        assert rw.value == pytest.approx(r1.value, rel=1e-12)
+        assert rw.delta == pytest.approx(r1.delta, rel=1e-12)
+        assert rw.weight == w and r1.weight == 1.0
+        # ... and the objective is delta + w * (the unweighted integral), by quadrature
+        if 0.0 < rw.delta < U and integral == "exact":
+            quad, _ = integrate.quad(lambda e: math.sqrt((a0 + A / e**2) / n), rw.delta, U,
+                                     epsrel=1e-12)
+            assert rw.objective == pytest.approx(rw.delta + w * quad, rel=1e-9)
+        rn = cx.dudley_inverse_square(A, a0, n, U, c=2.0, weight=w, integral=integral,
+                                      delta="numeric")
+        assert rw.value == pytest.approx(rn.value, rel=1e-9)
+    # the quadrature route (dudley_integral) agrees for a0 = 0
+    if a0 == 0.0:
+        logn = cx.log_covering_inverse_square(A)
+        r = cx.dudley_inverse_square(A, 0.0, n, U, c=2.0, weight=w)
+        assert cx.dudley_integral(logn, n, U, c=2.0, weight=w) == pytest.approx(r.value, rel=1e-8)
+
+
+def test_dudley_weight_one_is_bitwise_the_bounds_common_solver() -> None:
+    # the copy in genbounds.bounds.common is to be replaced by this one; while it exists, the
+    # two must give identical numbers (no result of the Trauger-Tewari chapter may change)
+    common = importlib.import_module("genbounds.bounds.common")
+    if getattr(common, "dudley_inverse_square", None) is cx.dudley_inverse_square:
+        pytest.skip("bounds.common already uses genbounds.complexity's solver")
+    cases = [(4.0, 3.0, 500, 1.0), (0.5, 0.0, 100, 2.0), (100.0, 5.0, 300, 1.0),
+             (1e-3, 2.0, 1000, 1.0), (400.0, 1.0, 50, 1.0), (1.0, 10.0, 5, 1.0),
+             (0.0, 4.0, 100, 2.0), (3.7, 0.0, 17, 0.3)]
+    for A, a0, n, U in cases:
+        for integral in ("split", "exact"):
+            for delta in ("closed_form", "numeric", 0.5 * U):
+                kw = {"c": 12.0, "delta": delta, "integral": integral}
+                old = common.dudley_inverse_square(A, a0, n, U, **kw)
+                new = cx.dudley_inverse_square(A, a0, n, U, **kw)  # type: ignore[arg-type]
+                for f in ("value", "objective", "delta", "delta_stationary",
+                          "closed_form_valid", "const_term", "cover_term"):
+                    assert getattr(new, f) == getattr(old, f), (A, a0, n, U, integral, delta, f)
 
 
 @pytest.mark.parametrize(("dim", "r", "n"), [(5, 1.0, 20), (3, 2.0, 12), (50, 1.0, 100)])
@@ -202,7 +320,7 @@ def test_dudley_bad_inputs() -> None:
     with pytest.raises(ValueError, match="delta must be"):
         cx.dudley_integral(logn, 10, 1.0, delta=-0.1)
     with pytest.raises(ValueError, match="weight must be"):
-        cx.dudley_inverse_square(1.0, 10, 1.0, weight=float("nan"))
+        cx.dudley_inverse_square(1.0, 0.0, 10, 1.0, c=1.0, weight=float("nan"))
     with pytest.raises(ValueError, match="must be >= 0"):
         cx.dudley_integral(lambda e: -1.0, 10, 1.0, delta=0.5)
     with pytest.raises(ValueError, match="must return values >= 0"):

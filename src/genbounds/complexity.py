@@ -37,10 +37,19 @@ import torch
 from scipy import integrate, optimize, special
 from scipy.spatial.distance import cdist
 
-from genbounds.spectral import _check_norm_index
+from genbounds.spectral import check_norm_index
+from genbounds.validation import (
+    check_choice,
+    check_finite_array,
+    check_int,
+    check_nonnegative,
+    check_positive,
+)
 
 __all__ = [
-    "DudleyClosedForm",
+    "DeltaChoice",
+    "DudleyResult",
+    "IntegralForm",
     "MaureyResult",
     "MonteCarloEstimate",
     "SoftmaxSearchResult",
@@ -84,39 +93,6 @@ def _rng(seed: SeedLike) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def _pos_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _pos_float(value: Any, name: str, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    v = float(value)
-    ok = math.isfinite(v) and (v >= 0 if allow_zero else v > 0)
-    if not ok:
-        raise ValueError(
-            f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}, got {value!r}"
-        )
-    return v
-
-
-def _finite_array(x: Any, name: str, ndim: int | None = None, shape_hint: str = "") -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array") from exc
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must have shape {shape_hint}; got {arr.shape}")
-    if arr.size == 0 or any(s == 0 for s in arr.shape):
-        raise ValueError(f"{name} must be non-empty; got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains non-finite values")
-    return arr
-
 
 # ============================================================================ Rademacher
 @dataclass(frozen=True)
@@ -134,8 +110,8 @@ class MonteCarloEstimate:
 
 def rademacher_signs(n_draws: int, n: int, seed: SeedLike = 0) -> np.ndarray:
     """``n_draws`` independent Rademacher vectors, shape ``(n_draws, n)``, float64 entries +-1."""
-    n_draws = _pos_int(n_draws, "n_draws")
-    n = _pos_int(n, "n")
+    n_draws = check_int(n_draws, "n_draws")
+    n = check_int(n, "n")
     rng = _rng(seed)
     return rng.integers(0, 2, size=(n_draws, n)).astype(np.float64) * 2.0 - 1.0
 
@@ -182,9 +158,9 @@ def empirical_rademacher(
     MonteCarloEstimate
         Mean of ``sup_fn(sigma) / n`` over the draws and its standard error.
     """
-    n = _pos_int(n, "n")
-    n_draws = _pos_int(n_draws, "n_draws")
-    batch_size = _pos_int(batch_size, "batch_size")
+    n = check_int(n, "n")
+    n_draws = check_int(n_draws, "n_draws")
+    batch_size = check_int(batch_size, "batch_size")
     if not callable(sup_fn):
         raise ValueError("sup_fn must be callable")
     rng = _rng(seed)
@@ -201,7 +177,7 @@ def empirical_rademacher(
 
 def empirical_rademacher_exact(sup_fn: SupFn, n: int) -> float:
     """Exact ``Rad_S(H)`` by enumerating all ``2^n`` sign vectors (``n <= 20``)."""
-    n = _pos_int(n, "n")
+    n = check_int(n, "n")
     if n > 20:
         raise ValueError(f"n must be <= 20 for exact enumeration (2^n sign vectors), got {n}")
     codes = np.arange(2**n)[:, None] >> np.arange(n)[None, :] & 1
@@ -215,8 +191,8 @@ def linear_l2_sup(X: Any, B: float) -> SupFn:
     By Cauchy–Schwarz, ``sup_w sum_i sigma_i <w, x_i> = B ||sum_i sigma_i x_i||_2``
     (attained at ``w = B v/||v||``, ``v = X^T sigma``).
     """
-    Xa = _finite_array(X, "X", ndim=2, shape_hint="(n, d)")
-    Bv = _pos_float(B, "B", allow_zero=True)
+    Xa = check_finite_array(X, "X", ndim=2, shape_hint="(n, d)")
+    Bv = check_nonnegative(B, "B")
 
     def sup(signs: np.ndarray) -> np.ndarray:
         return Bv * np.linalg.norm(signs @ Xa, axis=1)
@@ -232,7 +208,7 @@ def rademacher_linear_l2(
     Each draw is ``B ||sum_i sigma_i x_i||_2 / n`` (closed-form supremum, see
     :func:`linear_l2_sup`).
     """
-    Xa = _finite_array(X, "X", ndim=2, shape_hint="(n, d)")
+    Xa = check_finite_array(X, "X", ndim=2, shape_hint="(n, d)")
     return empirical_rademacher(linear_l2_sup(Xa, B), Xa.shape[0], n_draws=n_draws, seed=seed)
 
 
@@ -241,8 +217,8 @@ def rademacher_linear_l2_bound(X: Any, B: float) -> float:
 
     Jensen: ``E||sum sigma_i x_i|| <= sqrt(E||sum sigma_i x_i||^2) = sqrt(sum ||x_i||^2)``.
     """
-    Xa = _finite_array(X, "X", ndim=2, shape_hint="(n, d)")
-    Bv = _pos_float(B, "B", allow_zero=True)
+    Xa = check_finite_array(X, "X", ndim=2, shape_hint="(n, d)")
+    Bv = check_nonnegative(B, "B")
     return float(Bv * math.sqrt(float((Xa**2).sum())) / Xa.shape[0])
 
 
@@ -251,7 +227,7 @@ def finite_class_sup(predictions: Any) -> SupFn:
 
     ``sup_h sum_i sigma_i h(x_i) = max_h (P sigma)_h`` for ``P`` of shape ``(|H|, n)``.
     """
-    P = _finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
+    P = check_finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
 
     def sup(signs: np.ndarray) -> np.ndarray:
         return (signs @ P.T).max(axis=1)
@@ -263,7 +239,7 @@ def rademacher_finite_class(
     predictions: Any, *, n_draws: int = 1000, seed: SeedLike = 0
 ) -> MonteCarloEstimate:
     """Monte Carlo ``Rad_S`` of a finite class, ``predictions`` of shape ``(|H|, n)``."""
-    P = _finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
+    P = check_finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
     return empirical_rademacher(finite_class_sup(P), P.shape[1], n_draws=n_draws, seed=seed)
 
 
@@ -273,7 +249,7 @@ def massart_bound(predictions: Any) -> float:
     ``||h||_2`` is the Euclidean norm of the prediction vector ``(h(x_1), ..., h(x_n))``; a
     single hypothesis gives 0 (its Rademacher average is exactly 0).
     """
-    P = _finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
+    P = check_finite_array(predictions, "predictions", ndim=2, shape_hint="(n_hypotheses, n)")
     m, n = P.shape
     return float(np.linalg.norm(P, axis=1).max() * math.sqrt(2.0 * math.log(m)) / n)
 
@@ -300,12 +276,12 @@ def uniform_deviation_bound(
     rademacher:
         ``E_S Rad_S`` of the *loss* class (``empirical=False``) or ``Rad_S`` on the sample.
     """
-    r = _pos_float(rademacher, "rademacher", allow_zero=True)
-    n = _pos_int(n, "n")
-    d = _pos_float(delta, "delta")
+    r = check_nonnegative(rademacher, "rademacher")
+    n = check_int(n, "n")
+    d = check_positive(delta, "delta")
     if d >= 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    c = _pos_float(loss_range, "loss_range")
+    c = check_positive(loss_range, "loss_range")
     if empirical:
         return 2 * r + 3 * c * math.sqrt(math.log(2 / d) / (2 * n))
     return 2 * r + c * math.sqrt(math.log(1 / d) / (2 * n))
@@ -314,7 +290,7 @@ def uniform_deviation_bound(
 # ============================================================================ Dudley
 def log_covering_inverse_square(A: float) -> Callable[[float], float]:
     """``eps -> A / eps^2``: the norm-based (Maurey-type) log covering numbers of the papers."""
-    a = _pos_float(A, "A", allow_zero=True)
+    a = check_nonnegative(A, "A")
     return lambda eps: a / eps**2
 
 
@@ -323,17 +299,17 @@ def log_covering_parametric(dim: int, radius: float) -> Callable[[float], float]
 
     (The volumetric bound ``N(eps) <= (1 + 2r/eps)^dim`` for any norm ball.)
     """
-    p = _pos_int(dim, "dim")
-    r = _pos_float(radius, "radius")
+    p = check_int(dim, "dim")
+    r = check_positive(radius, "radius")
     return lambda eps: p * math.log1p(2.0 * r / eps)
 
 
 def _check_dudley_args(n: Any, upper: Any, c: Any, weight: Any) -> tuple[int, float, float, float]:
     return (
-        _pos_int(n, "n"),
-        _pos_float(upper, "upper"),
-        _pos_float(c, "c"),
-        _pos_float(weight, "weight"),
+        check_int(n, "n"),
+        check_positive(upper, "upper"),
+        check_positive(c, "c"),
+        check_positive(weight, "weight"),
     )
 
 
@@ -415,7 +391,7 @@ def dudley_integral(
     if delta is None:
         d = dudley_optimal_delta(log_covering, n, U, weight=w)
     else:
-        d = _pos_float(delta, "delta", allow_zero=True)
+        d = check_nonnegative(delta, "delta")
         if d > U:
             raise ValueError(f"delta must be in [0, upper={U}], got {delta!r}")
     return cv * (d + w * _entropy_integral(log_covering, n, d, U))
@@ -440,7 +416,7 @@ def dudley_optimal_delta(
     bounded scalar minimisation around the best grid point.
     """
     n, U, _, w = _check_dudley_args(n, upper, 1.0, weight)
-    grid_size = _pos_int(grid_size, "grid_size", minimum=3)
+    grid_size = check_int(grid_size, "grid_size", minimum=3)
     ts = np.linspace(math.log(U) - 12 * math.log(10), math.log(U), grid_size)
     vals = np.array([float(log_covering(math.exp(t))) for t in ts])
     if np.any(np.isnan(vals)) or np.any(vals < 0):
@@ -478,36 +454,195 @@ def dudley_optimal_delta(
     return float(math.exp(best_t))
 
 
+DeltaChoice = Literal["closed_form", "numeric"] | float
+IntegralForm = Literal["split", "exact"]
+
+
 @dataclass(frozen=True)
-class DudleyClosedForm:
-    """Value of ``c * inf_delta(...)`` and the minimising ``delta``."""
+class DudleyResult:
+    """``c * G(delta)`` for the objective ``G`` of :func:`dudley_inverse_square`.
+
+    Attributes
+    ----------
+    value:
+        ``c * G(delta)``.
+    objective:
+        ``G(delta)`` (the bracket, without ``c``; the integral weight ``w`` is inside it).
+    delta:
+        The lower limit used (in ``(0, upper]``, or 0 when ``A = 0``).
+    delta_stationary:
+        The stationary point of ``G`` on ``(0, inf)`` (``inf`` if ``n <= w^2 a0``): the
+        closed-form optimum the papers write down. It is the minimiser over ``(0, upper]``
+        only when it is ``<= upper`` (``closed_form_valid``).
+    closed_form_valid:
+        Whether ``delta_stationary <= upper``.
+    const_term, cover_term:
+        For ``integral="split"``: ``w (upper - delta) sqrt(a0/n)`` and
+        ``w sqrt(A/n) ln(upper/delta)``. For ``"exact"`` the whole (weighted) integral is in
+        ``cover_term`` and ``const_term`` is 0.
+    weight:
+        The weight ``w`` of the integral that was used (1 in the papers' form).
+    """
 
     value: float
+    objective: float
     delta: float
+    delta_stationary: float
+    closed_form_valid: bool
+    const_term: float
+    cover_term: float
+    weight: float = 1.0
+
+
+def _phi(eps: float, A: float, a0: float) -> float:
+    """Antiderivative of ``sqrt(a0 + A/eps^2)`` (up to a constant), for ``eps > 0``."""
+    if A == 0.0:
+        return math.sqrt(a0) * eps
+    if a0 == 0.0:
+        return math.sqrt(A) * math.log(eps)
+    s = math.sqrt(a0 * eps * eps + A)
+    rA = math.sqrt(A)
+    return s - rA * math.log((rA + s) / eps)
+
+
+def _inverse_square_objective(delta: float, A: float, a0: float, n: int, upper: float,
+                              integral: str) -> tuple[float, float, float]:
+    """``(G(delta), const_term, cover_term)`` with the weight already folded into ``A, a0``."""
+    if delta >= upper:
+        return upper, 0.0, 0.0
+    if integral == "split":
+        const = (upper - delta) * math.sqrt(a0 / n)
+        if A == 0.0:
+            cover = 0.0
+        else:
+            if delta <= 0.0:
+                return math.inf, const, math.inf
+            cover = math.sqrt(A / n) * math.log(upper / delta)
+        return delta + const + cover, const, cover
+    # exact integral of sqrt((a0 + A/eps^2)/n)
+    if delta <= 0.0:
+        if A > 0.0:
+            return math.inf, 0.0, math.inf
+        cover = upper * math.sqrt(a0 / n)
+        return cover, 0.0, cover
+    cover = (_phi(upper, A, a0) - _phi(delta, A, a0)) / math.sqrt(n)
+    return delta + cover, 0.0, cover
 
 
 def dudley_inverse_square(
-    A: float, n: int, upper: float, c: float = 1.0, *, weight: float = 1.0
-) -> DudleyClosedForm:
-    """Closed form of Dudley's integral for ``log N(eps) = A / eps^2``.
+    A: float,
+    a0: float,
+    n: int,
+    upper: float,
+    *,
+    c: float,
+    weight: float = 1.0,
+    delta: DeltaChoice = "closed_form",
+    integral: IntegralForm = "split",
+) -> DudleyResult:
+    """Dudley's integral for ``log N(eps) <= a0 + A / eps^2`` on ``(0, upper]``.
 
-    With ``a = w sqrt(A/n)`` the objective is ``delta + a log(U/delta)`` on ``(0, U]``, convex,
-    with derivative ``1 - a/delta``; hence::
+    This is the one solver of the package for the covering-number family that every
+    Maurey-type covering lemma produces (``a0`` collects the ``log(2d)``-type terms; ``a0 = 0``
+    is the pure ``A / eps^2`` family of the shallow-encoder paper). It evaluates
+    ``c * G(delta)`` with::
 
-        a < U:  delta* = a,  value = c * a * (1 + log(U / a))
-        a >= U: delta* = U,  value = c * U
+        G(delta) = delta + w int_delta^upper sqrt((a0 + A/eps^2) / n) d eps      ("exact")
+                 <= delta + w (upper - delta) sqrt(a0/n) + w sqrt(A/n) ln(upper/delta)
+                                                                                ("split")
 
-    (This is the computation of the shallow-encoder paper, Lemma 1, and of Trauger & Tewari's
-    Thm 4.1, there with ``log(U/delta)`` left unoptimised.)
+    the second line being the bound ``sqrt(x + y) <= sqrt(x) + sqrt(y)`` used by Trauger &
+    Tewari (2024, App. C). The weight ``w`` lets one write Bartlett et al.'s (2017, Lemma A.5)
+    ``4 delta + 12 int`` as ``c = 4, w = 3``; since ``w sqrt(x) = sqrt(w^2 x)`` it is the same
+    computation with ``(A, a0)`` replaced by ``(w^2 A, w^2 a0)``, and with ``w = 1`` the
+    arithmetic is exactly that of the papers' form.
+
+    Both ``G`` are convex on ``(0, inf)`` (their derivatives
+    ``1 - w sqrt(a0/n) - w sqrt(A/n)/delta`` resp. ``1 - w sqrt((a0 + A/delta^2)/n)``
+    increase), so the stationary point clipped to ``(0, upper]`` is the exact minimiser on
+    ``(0, upper]``:
+
+    * split: ``delta* = w sqrt(A) / (sqrt(n) - w sqrt(a0))`` (Trauger & Tewari's closed form;
+      for ``a0 = 0`` it is ``w sqrt(A/n)`` and ``G(delta*) = delta* (1 + ln(upper/delta*))``,
+      the shallow-encoder paper's Lemma 1);
+    * exact: ``delta* = w sqrt(A / (n - w^2 a0))``;
+    * ``n <= w^2 a0``: ``G`` decreases on ``(0, upper]``; the minimum is ``G(upper) = upper``.
+
+    When ``delta* > upper`` the closed form is *not* the minimiser over the admissible range
+    and the value obtained by substituting it is not a valid bound (it can even be negative);
+    the minimum is then ``G(upper) = upper``, i.e. the trivial bound ``c * upper``.
+
+    Parameters
+    ----------
+    A, a0:
+        The covering-number constants (``A >= 0``, ``a0 >= 0``).
+    n:
+        Sample size.
+    upper:
+        The radius of the class (its sup norm bound); ``log N = 0`` beyond it.
+    c:
+        Dudley's constant (explicit; ``genbounds.bounds`` names the value 12 of Bartlett et al.
+        2017).
+    weight:
+        The weight ``w > 0`` of the integral (default 1, the papers' form).
+    delta:
+        ``"closed_form"`` (the clipped stationary point above), ``"numeric"`` (bounded scalar
+        minimisation of ``G`` over ``log delta`` in ``[ln(upper) - 30, ln(upper)]``, compared
+        with ``G(upper)``; an independent check of the closed form) or a number in
+        ``(0, upper]``.
+    integral:
+        ``"split"`` (the papers' form) or ``"exact"`` (the integral evaluated exactly via the
+        antiderivative ``sqrt(a0 eps^2 + A) - sqrt(A) ln((sqrt(A) + sqrt(a0 eps^2 + A))/eps)``).
+
+    Raises
+    ------
+    ValueError
+        Negative / non-finite ``A`` or ``a0``; ``n`` not a positive integer; ``upper``, ``c``
+        or ``weight`` not finite and ``> 0``; an unknown ``delta`` or ``integral``; a numeric
+        ``delta`` outside ``(0, upper]`` (``delta = 0`` is allowed only when ``A = 0``).
     """
-    Av = _pos_float(A, "A", allow_zero=True)
-    n, U, cv, w = _check_dudley_args(n, upper, c, weight)
-    a = w * math.sqrt(Av / n)
-    if a >= U:
-        return DudleyClosedForm(cv * U, U)
-    if a == 0.0:
-        return DudleyClosedForm(0.0, 0.0)
-    return DudleyClosedForm(cv * a * (1.0 + math.log(U / a)), a)
+    A_raw = check_nonnegative(A, "A")
+    a0_raw = check_nonnegative(a0, "a0")
+    n = check_int(n, "n")
+    U = check_positive(upper, "upper")
+    cv = check_positive(c, "c")
+    w = check_positive(weight, "weight")
+    Av, a0v = w * w * A_raw, w * w * a0_raw  # exact for w = 1
+    check_choice(integral, "integral", ("split", "exact"))
+
+    if n <= a0v:
+        stat = math.inf
+    elif integral == "split":
+        stat = math.sqrt(Av) / (math.sqrt(n) - math.sqrt(a0v))
+    else:
+        stat = math.sqrt(Av / (n - a0v))
+    valid = stat <= U
+
+    if isinstance(delta, str):
+        check_choice(delta, "delta", ("closed_form", "numeric"))
+        if delta == "closed_form":
+            d = min(stat, U)
+        else:
+            if Av == 0.0:
+                d = 0.0 if n > a0v else U
+            else:
+                lo, hi = math.log(U) - 30.0, math.log(U)
+                res = optimize.minimize_scalar(
+                    lambda t: _inverse_square_objective(math.exp(t), Av, a0v, n, U, integral)[0],
+                    bounds=(lo, hi), method="bounded", options={"xatol": 1e-12},
+                )
+                d = math.exp(float(res.x))
+                if _inverse_square_objective(U, Av, a0v, n, U, integral)[0] <= \
+                        _inverse_square_objective(d, Av, a0v, n, U, integral)[0]:
+                    d = U
+    else:
+        d = check_nonnegative(delta, "delta")
+        if d > U:
+            raise ValueError(f"delta must be in (0, upper={U}], got {delta!r}")
+        if d == 0.0 and Av > 0.0:
+            raise ValueError("delta must be > 0 when A > 0 (the integral diverges at 0)")
+    G, const, cover = _inverse_square_objective(d, Av, a0v, n, U, integral)
+    return DudleyResult(cv * G, G, d, stat, valid, const, cover, w)
 
 
 def dudley_parametric_optimal_delta(
@@ -518,10 +653,10 @@ def dudley_parametric_optimal_delta(
     Solving ``w^2 dim log(1 + 2r/delta) = n`` gives ``delta* = 2r / (exp(n / (w^2 dim)) - 1)``;
     the minimiser over ``[0, U]`` is ``min(delta*, U)``.
     """
-    p = _pos_int(dim, "dim")
-    r = _pos_float(radius, "radius")
-    n = _pos_int(n, "n")
-    w = _pos_float(weight, "weight")
+    p = check_int(dim, "dim")
+    r = check_positive(radius, "radius")
+    n = check_int(n, "n")
+    w = check_positive(weight, "weight")
     x = n / (w * w * p)
     return 0.0 if x > 700 else float(2.0 * r / math.expm1(x))
 
@@ -540,8 +675,8 @@ def dudley_parametric_bound(
     ``3 r Gamma(3/2, log 3) c w sqrt(dim/n) ~ 1.17 r c w sqrt(dim/n)``: the parametric
     ``sqrt(dim/n)`` rate with no logarithm.
     """
-    p = _pos_int(dim, "dim")
-    r = _pos_float(radius, "radius")
+    p = check_int(dim, "dim")
+    r = check_positive(radius, "radius")
     n, U, cv, w = _check_dudley_args(n, upper, c, weight)
     R = U + 2.0 * r
     inc = special.gamma(1.5) * special.gammaincc(1.5, math.log(R / U))
@@ -561,9 +696,9 @@ def greedy_packing(points: Any, separation: float, *, p: float = 2.0) -> np.ndar
     Greedy in the given order: a point is kept when it is farther than ``separation`` from all
     points kept so far. The kept set is maximal, hence also an internal ``separation``-cover.
     """
-    P = _finite_array(points, "points", ndim=2, shape_hint="(n_points, dim)")
-    s = _pos_float(separation, "separation", allow_zero=True)
-    pv = _check_norm_index(p, "p")
+    P = check_finite_array(points, "points", ndim=2, shape_hint="(n_points, dim)")
+    s = check_nonnegative(separation, "separation")
+    pv = check_norm_index(p, "p")
     covered = np.zeros(P.shape[0], dtype=bool)
     centres: list[int] = []
     for i in range(P.shape[0]):
@@ -580,7 +715,7 @@ def greedy_cover(points: Any, eps: float, *, p: float = 2.0) -> np.ndarray:
     Every point lies within distance ``eps`` of a returned centre, so
     ``N(eps) <= len(greedy_cover(points, eps))``. (Same algorithm as :func:`greedy_packing`.)
     """
-    e = _pos_float(eps, "eps")
+    e = check_positive(eps, "eps")
     return greedy_packing(points, e, p=p)
 
 
@@ -591,7 +726,7 @@ def covering_number_bounds(points: Any, eps: float, *, p: float = 2.0) -> tuple[
     ``upper``: size of a greedy internal ``eps``-cover. ``lower``: size of a greedy packing
     with separation ``> 2 eps``: a closed ``eps``-ball contains at most one of its points.
     """
-    e = _pos_float(eps, "eps")
+    e = check_positive(eps, "eps")
     upper = len(greedy_cover(points, e, p=p))
     lower = len(greedy_packing(points, 2.0 * e, p=p))
     return lower, upper
@@ -673,15 +808,15 @@ def maurey_sparsify(
     b:
         Norm bound for the atoms (default: the largest atom norm); must be ``>=`` it.
     """
-    a = _finite_array(alpha, "alpha", ndim=1, shape_hint="(d,)")
-    G = _finite_array(atoms, "atoms", ndim=2, shape_hint="(d, D)")
+    a = check_finite_array(alpha, "alpha", ndim=1, shape_hint="(d,)")
+    G = check_finite_array(atoms, "atoms", ndim=2, shape_hint="(d, D)")
     if G.shape[0] != a.shape[0]:
         raise ValueError(
             f"atoms must have one row per coefficient: alpha has {a.shape[0]}, "
             f"atoms has shape {G.shape}"
         )
-    k = _pos_int(k, "k")
-    n_draws = _pos_int(n_draws, "n_draws")
+    k = check_int(k, "k")
+    n_draws = check_int(n_draws, "n_draws")
     if scheme not in ("zhang", "scaled"):
         raise ValueError(f"scheme must be 'zhang' or 'scaled', got {scheme!r}")
     gamma = float(np.abs(a).sum())
@@ -691,7 +826,7 @@ def maurey_sparsify(
     if b is None:
         bv = float(norms.max())
     else:
-        bv = _pos_float(b, "b", allow_zero=True)
+        bv = check_nonnegative(b, "b")
         if bv < norms.max() * (1 - 1e-12):
             raise ValueError(f"b must be >= max_j ||g_j|| = {norms.max()!r}, got {b!r}")
     V = np.sign(a)[:, None] * G
@@ -733,8 +868,8 @@ def maurey_sparsify(
 
 # ============================================================================ softmax
 def _uv(u: Any, v: Any) -> tuple[np.ndarray, np.ndarray]:
-    ua = _finite_array(u, "u")
-    va = _finite_array(v, "v")
+    ua = check_finite_array(u, "u")
+    va = check_finite_array(v, "v")
     if ua.shape != va.shape:
         raise ValueError(f"u and v must have the same shape; got {ua.shape} and {va.shape}")
     if ua.ndim < 1:
@@ -814,11 +949,11 @@ def adversarial_softmax_search(
     ``n_restarts`` random starting pairs are optimised in parallel; the best final ratio is
     returned with its pair. A ratio above 1 would refute the corresponding inequality.
     """
-    dim = _pos_int(dim, "dim", minimum=2)
-    n_restarts = _pos_int(n_restarts, "n_restarts")
-    steps = _pos_int(steps, "steps")
-    lr = _pos_float(lr, "lr")
-    init_scale = _pos_float(init_scale, "init_scale")
+    dim = check_int(dim, "dim", minimum=2)
+    n_restarts = check_int(n_restarts, "n_restarts")
+    steps = check_int(steps, "steps")
+    lr = check_positive(lr, "lr")
+    init_scale = check_positive(init_scale, "init_scale")
     if denominator not in ("linf", "sharp"):
         raise ValueError(f"denominator must be 'linf' or 'sharp', got {denominator!r}")
     rng = _rng(seed)

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "check_norm_index",
     "effective_rank",
     "entrywise_l1",
     "frobenius_norm",
@@ -115,7 +116,8 @@ def _out(x: torch.Tensor, is_numpy: bool) -> Any:
     return x
 
 
-def _check_norm_index(value: float, name: str) -> float:
+def check_norm_index(value: float, name: str) -> float:
+    """Return ``float(value)`` if it is a norm index in ``[1, inf]``, else raise ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise ValueError(f"{name} must be a number in [1, inf], got {value!r}")
     v = float(value)
@@ -261,7 +263,7 @@ def numerical_rank(A: ArrayT, tol: float | None = None, *, dtype: Any = None) ->
 # ----------------------------------------------------------------------------- norms
 def schatten_norm(A: ArrayT, p: float, *, dtype: Any = None) -> ArrayT:
     """Schatten p-norm ``(sum_i s_i^p)^{1/p}`` for ``p`` in ``[1, inf]`` (``inf``: largest s_i)."""
-    pv = _check_norm_index(p, "p")
+    pv = check_norm_index(p, "p")
     s, is_numpy = _svals(A, "A", dtype)
     if math.isinf(pv):
         return _out(s[..., 0], is_numpy)
@@ -301,8 +303,8 @@ def mixed_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
     q, p:
         Norm indices in ``[1, inf]`` (``math.inf`` / ``float("inf")`` allowed).
     """
-    qv = _check_norm_index(q, "q")
-    pv = _check_norm_index(p, "p")
+    qv = check_norm_index(q, "q")
+    pv = check_norm_index(p, "p")
     t, is_numpy = _as_matrix_batch(W, "W", dtype)
     cols = torch.linalg.vector_norm(t, ord=qv, dim=-2)
     return _out(torch.linalg.vector_norm(cols, ord=pv, dim=-1), is_numpy)
@@ -330,8 +332,8 @@ def induced_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
     Every other ``(q, p)`` (e.g. ``inf -> 1``, which is NP-hard in general) raises
     ``ValueError`` rather than returning an approximation.
     """
-    qv = _check_norm_index(q, "q")
-    pv = _check_norm_index(p, "p")
+    qv = check_norm_index(q, "q")
+    pv = check_norm_index(p, "p")
     t, is_numpy = _as_matrix_batch(W, "W", dtype)
     if qv == 1.0:
         val = torch.linalg.vector_norm(t, ord=pv, dim=-2).amax(dim=-1)
