@@ -346,3 +346,111 @@ def test_other_bad_arguments() -> None:
         sp.entrywise_l1([np.ones(2), np.array([np.inf])])
     with pytest.raises(ValueError, match=r"tensors\[0\] is not numeric"):
         sp.entrywise_l1(["abc"])
+
+
+# ----------------------------------------------------------------------------- range, gradients
+@pytest.mark.parametrize("scale", [1e-300, 1e-170, 1e-154, 1e154, 1e170, 1e300])
+def test_ratios_and_norms_finite_at_extreme_scales(scale: float) -> None:
+    # s_i^2 overflows (underflows) near 1e+-154: the ratios must be rescaled by s_1 first
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((6, 4))
+    B = A * scale
+    for f in (sp.stable_rank, sp.nuclear_rank_ratio, sp.effective_rank):
+        assert f(B) == pytest.approx(f(A), rel=1e-12), f.__name__
+    for f, kw in ((sp.frobenius_norm, {}), (sp.nuclear_norm, {}), (sp.operator_norm, {}),
+                  (sp.schatten_norm, {"p": 3.0}), (sp.mixed_norm, {"q": 2.0, "p": 1.0}),
+                  (sp.mixed_norm, {"q": 1.0, "p": 2.0}),
+                  (sp.induced_norm, {"q": 1.0, "p": 2.0}),
+                  (sp.induced_norm, {"q": 2.0, "p": math.inf})):
+        got = f(B, **kw)
+        assert np.isfinite(got), (f.__name__, kw)
+        assert got / scale == pytest.approx(f(A, **kw), rel=1e-12), (f.__name__, kw)
+
+
+def test_unscaled_formula_would_fail_at_extreme_scale() -> None:
+    # the mutation: the textbook formula without rescaling returns NaN / inf at this scale
+    s = sp.singular_values(np.diag([3.0, 1.0]) * 1e160)
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = float((s**2).sum() / s[0] ** 2)
+    assert not math.isfinite(naive)
+    assert sp.stable_rank(np.diag([3.0, 1.0]) * 1e160) == pytest.approx(1 + 1 / 9, rel=1e-14)
+
+
+def _erank_grad(A: np.ndarray) -> np.ndarray:
+    t = torch.tensor(A, dtype=torch.float64, requires_grad=True)
+    sp.effective_rank(t).backward()
+    assert t.grad is not None
+    return t.grad.numpy()
+
+
+def test_effective_rank_gradient_finite_and_correct_at_rank_deficient_input() -> None:
+    rng = np.random.default_rng(3)
+    # an exactly rank-deficient matrix (exact zero singular values): the diagonal embedding
+    D = np.zeros((5, 4))
+    D[0, 0], D[1, 1], D[2, 2] = 2.0, 1.0, 0.5
+    for M in (D, np.diag([1.0, 0.0]), np.diag([3.0, 1.0, 0.0, 0.0])):
+        g = _erank_grad(M)
+        assert np.all(np.isfinite(g))
+    # correctness: closed-form gradient erank * sum_{s_j>0} -(log p_j + H)/S u_j v_j^T ...
+    g = _erank_grad(D)
+    sv = np.array([2.0, 1.0, 0.5])
+    p = sv / sv.sum()
+    H = -(p * np.log(p)).sum()
+    expected = np.zeros((5, 4))
+    for j in range(3):
+        expected[j, j] = math.exp(H) * -(math.log(p[j]) + H) / sv.sum()
+    np.testing.assert_allclose(g, expected, rtol=1e-10, atol=1e-14)
+    # ... and a central finite difference along a direction that keeps the rank (zero block of
+    # U_perp^T E V_perp), where erank is differentiable
+    E = rng.standard_normal((5, 4))
+    E[3:, 3:] = 0.0
+    h = 1e-6
+    fd = (sp.effective_rank(D + h * E) - sp.effective_rank(D - h * E)) / (2 * h)
+    assert fd == pytest.approx(float((g * E).sum()), rel=1e-6)
+    # a rank-one matrix: erank is identically 1 on rank-one matrices, so the gradient is 0
+    np.testing.assert_array_equal(_erank_grad(np.diag([1.0, 0.0])), np.zeros((2, 2)))
+
+
+def test_effective_rank_gradient_with_truncation_is_finite() -> None:
+    t = torch.tensor(np.diag([1.0, 1e-9, 0.3]), dtype=torch.float64, requires_grad=True)
+    sp.effective_rank(t, eps=1e-6).backward()
+    assert t.grad is not None and bool(torch.isfinite(t.grad).all())
+
+
+def test_effective_rank_gradient_full_rank_matches_finite_differences() -> None:
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((4, 3))
+    g = _erank_grad(A)
+    E = rng.standard_normal((4, 3))
+    h = 1e-6
+    fd = (sp.effective_rank(A + h * E) - sp.effective_rank(A - h * E)) / (2 * h)
+    assert fd == pytest.approx(float((g * E).sum()), rel=1e-6)
+
+
+def test_xlogy_mutation_gives_nan_gradient() -> None:
+    # the mutation this module guards against: the entropy written with xlogy has a NaN
+    # gradient at exact zeros of p
+    p = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64, requires_grad=True)
+    torch.exp(-torch.special.xlogy(p, p).sum()).backward()
+    assert p.grad is not None and bool(torch.isnan(p.grad).any())
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16", "int", "bool"])
+def test_low_precision_integer_and_bool_inputs_are_upcast(kind: str) -> None:
+    base = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    if kind == "float16":
+        X: object = torch.tensor(base, dtype=torch.float16)
+    elif kind == "bfloat16":
+        X = torch.tensor(base, dtype=torch.bfloat16)
+    elif kind == "int":
+        X = base.astype(np.int64)
+    else:
+        X = base.astype(bool)
+    for f in (sp.effective_rank, sp.stable_rank, sp.nuclear_rank_ratio, sp.frobenius_norm,
+              sp.operator_norm):
+        got = f(X)  # type: ignore[arg-type]
+        assert float(got) == pytest.approx(float(f(base)), rel=1e-12), (f.__name__, kind)
+        if isinstance(got, torch.Tensor):
+            assert got.dtype == torch.float64
+        else:
+            assert np.asarray(got).dtype == np.float64

@@ -32,6 +32,18 @@ mixed norm (Trauger & Tewari, 2024)
     subscript ``q,p`` and every later use show that ``p`` is meant.)
 induced norm
     ``||W||_{q->p} = sup_{x != 0} ||W x||_p / ||x||_q``.
+
+Input dtypes and range
+----------------------
+Real inputs of any dtype are accepted and **up-cast** to the computation dtype (``float64`` by
+default, or the ``float32`` asked for with ``dtype=``) before anything is computed: ``float16``
+and ``bfloat16`` tensors, integer arrays and boolean arrays (``True`` -> 1.0) all give the
+same numbers as their exact ``float64`` values; results come back in the computation dtype
+(integer counts for :func:`numerical_rank`). Complex inputs are rejected.
+Ratios of singular values (stable rank, nuclear rank ratio) and norms are computed after
+dividing by the largest singular value (or the largest entry), so they are finite and accurate
+for every finite input, including matrices whose entries are near ``1e+-154``, where squares
+overflow or underflow in ``float64``.
 """
 
 from __future__ import annotations
@@ -126,6 +138,27 @@ def check_norm_index(value: float, name: str) -> float:
     return v
 
 
+def _max_abs(t: torch.Tensor) -> torch.Tensor:
+    """Largest ``|entry|`` of each matrix, shape ``(..., 1, 1)``, detached, with 0 -> 1.
+
+    Norms are positively homogeneous, so ``||A|| = c ||A / c||`` exactly; with ``c`` the largest
+    entry the inner norm is computed on numbers in ``[-1, 1]`` and cannot overflow or underflow
+    (``sum A_ij^2`` does near ``|A_ij| ~ 1e+-154``). ``c`` is detached: for a degree-1
+    homogeneous norm the gradient of ``c ||A / c||`` with ``c`` held fixed is the exact one.
+    """
+    c = t.detach().abs().amax(dim=(-2, -1), keepdim=True)
+    return torch.where(c > 0, c, torch.ones_like(c))
+
+
+def _scaled_vector_norm(x: torch.Tensor, ord: float, *, dim: tuple[int, ...],
+                        scale: torch.Tensor) -> torch.Tensor:
+    """``scale * ||x / scale||_ord`` over ``dim`` (``scale`` broadcastable, detached, 0 -> 1)."""
+    c = scale.detach()
+    c = torch.where(c > 0, c, torch.ones_like(c))
+    val = torch.linalg.vector_norm(x / c, ord=ord, dim=dim)
+    return c.reshape(c.shape[: c.ndim - len(dim)]) * val
+
+
 def _require_nonzero(s: torch.Tensor, name: str, what: str) -> None:
     zero = s[..., 0] == 0  # largest singular value is zero <=> zero matrix
     if bool(zero.any()):
@@ -194,6 +227,14 @@ def effective_rank(A: ArrayT, eps: float = 0.0, *, dtype: Any = None) -> ArrayT:
     dtype:
         Computation dtype, float32 or float64 (default ``float64``).
 
+    Gradients (torch input with ``requires_grad``): at a matrix with a zero singular value
+    (exactly rank-deficient, or truncated by ``eps``) ``erank`` is not differentiable: raising a
+    zero singular value changes ``-p log p`` with infinite slope. The gradient returned there
+    is that of ``erank`` restricted to matrices of the same rank (the zero singular values held
+    at zero), ``erank * sum_{s_j > 0} -(log p_j + H) / sum_i s_i * u_j v_j^T``; it is finite,
+    and it is the directional derivative along every direction that keeps the rank. (A naive
+    ``xlogy(p, p)`` gives NaN there.)
+
     Raises
     ------
     ValueError
@@ -206,8 +247,16 @@ def effective_rank(A: ArrayT, eps: float = 0.0, *, dtype: Any = None) -> ArrayT:
     _require_nonzero(s, "A", "the effective rank")
     if eps > 0:
         s = torch.where(s <= eps * s[..., :1], torch.zeros_like(s), s)
+    # zero singular values are held at zero (detached): at a rank-deficient matrix erank is not
+    # differentiable (raising a zero s_i has slope +inf), and the gradient returned is the one
+    # of erank restricted to matrices of the same rank (finite); xlogy's backward would give
+    # NaN (log 0 * 0) there.
+    pos = s > 0
+    s = torch.where(pos, s, s.detach())
     p = s / s.sum(dim=-1, keepdim=True)
-    entropy = -torch.special.xlogy(p, p).sum(dim=-1)
+    logp = torch.where(pos, torch.log(torch.where(pos, p, torch.ones_like(p))),
+                       torch.zeros_like(p))
+    entropy = -(p * logp).sum(dim=-1)
     return _out(torch.exp(entropy), is_numpy)
 
 
@@ -215,7 +264,8 @@ def stable_rank(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     """Stable rank ``||A||_F^2 / ||A||_2^2 = sum_i s_i^2 / s_1^2`` (zero matrix -> ValueError)."""
     s, is_numpy = _svals(A, "A", dtype)
     _require_nonzero(s, "A", "the stable rank")
-    return _out((s**2).sum(dim=-1) / s[..., 0] ** 2, is_numpy)
+    r = s / s[..., :1]  # rescale by s_1 first: s_i^2 over/underflows near |A| ~ 1e+-154
+    return _out((r**2).sum(dim=-1), is_numpy)
 
 
 def nuclear_rank_ratio(A: ArrayT, *, dtype: Any = None) -> ArrayT:
@@ -228,7 +278,8 @@ def nuclear_rank_ratio(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     """
     s, is_numpy = _svals(A, "A", dtype)
     _require_nonzero(s, "A", "the nuclear rank ratio")
-    return _out(s.sum(dim=-1) ** 2 / (s**2).sum(dim=-1), is_numpy)
+    r = s / s[..., :1]  # scale-free; avoids overflow / underflow of s_i^2
+    return _out(r.sum(dim=-1) ** 2 / (r**2).sum(dim=-1), is_numpy)
 
 
 def numerical_rank(A: ArrayT, tol: float | None = None, *, dtype: Any = None) -> ArrayT:
@@ -267,7 +318,7 @@ def schatten_norm(A: ArrayT, p: float, *, dtype: Any = None) -> ArrayT:
     s, is_numpy = _svals(A, "A", dtype)
     if math.isinf(pv):
         return _out(s[..., 0], is_numpy)
-    return _out(torch.linalg.vector_norm(s, ord=pv, dim=-1), is_numpy)
+    return _out(_scaled_vector_norm(s, pv, dim=(-1,), scale=s[..., :1]), is_numpy)
 
 
 def nuclear_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
@@ -278,7 +329,7 @@ def nuclear_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
 def frobenius_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     """Frobenius norm ``||A||_F = sqrt(sum_ij A_ij^2) = sqrt(sum_i s_i^2)`` (Schatten 2)."""
     t, is_numpy = _as_matrix_batch(A, "A", dtype)
-    return _out(torch.linalg.vector_norm(t, ord=2, dim=(-2, -1)), is_numpy)
+    return _out(_scaled_vector_norm(t, 2.0, dim=(-2, -1), scale=_max_abs(t)), is_numpy)
 
 
 def operator_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
@@ -306,8 +357,9 @@ def mixed_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
     qv = check_norm_index(q, "q")
     pv = check_norm_index(p, "p")
     t, is_numpy = _as_matrix_batch(W, "W", dtype)
-    cols = torch.linalg.vector_norm(t, ord=qv, dim=-2)
-    return _out(torch.linalg.vector_norm(cols, ord=pv, dim=-1), is_numpy)
+    c = _max_abs(t)
+    cols = torch.linalg.vector_norm(t / c, ord=qv, dim=-2)
+    return _out(c[..., 0, 0] * torch.linalg.vector_norm(cols, ord=pv, dim=-1), is_numpy)
 
 
 def _dual(q: float) -> float:
@@ -335,10 +387,11 @@ def induced_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
     qv = check_norm_index(q, "q")
     pv = check_norm_index(p, "p")
     t, is_numpy = _as_matrix_batch(W, "W", dtype)
+    c = _max_abs(t)
     if qv == 1.0:
-        val = torch.linalg.vector_norm(t, ord=pv, dim=-2).amax(dim=-1)
+        val = c[..., 0, 0] * torch.linalg.vector_norm(t / c, ord=pv, dim=-2).amax(dim=-1)
     elif math.isinf(pv):
-        val = torch.linalg.vector_norm(t, ord=_dual(qv), dim=-1).amax(dim=-1)
+        val = c[..., 0, 0] * torch.linalg.vector_norm(t / c, ord=_dual(qv), dim=-1).amax(dim=-1)
     elif qv == 2.0 and pv == 2.0:
         val = _svdvals(t)[..., 0]
     else:
