@@ -13,10 +13,10 @@ from genbounds.models import ShallowEncoder, SparseMajorityMHA
 from genbounds.train import (
     TrainConfig,
     TrainingDivergedError,
-    _sgd_step,
     evaluate_ensemble,
     lr_schedule,
     per_sample_loss,
+    sgd_step,
     train_ensemble,
 )
 
@@ -259,7 +259,7 @@ def test_sgd_step_touches_only_active_models() -> None:
         g = torch.randn(2, 3, 2)
         p0, v0 = p.clone(), v.clone()
         idx = torch.tensor([1, 3])
-        _sgd_step(p, v, g, idx, lr=0.1, mu=0.9, style=style)
+        sgd_step(p, v, g, idx, lr=0.1, mu=0.9, style=style)
         for k in (0, 2):
             assert torch.equal(p[k], p0[k]) and torch.equal(v[k], v0[k])
         if style == "keras":

@@ -1,0 +1,62 @@
+"""The ensemble training engine: K independent models trained as one batched computation.
+
+The engine in parts (each module's docstring is its contract):
+
+* :mod:`genbounds.train.config`: :class:`TrainConfig`, :class:`TrainResult`,
+  :class:`TrainingDivergedError`, :data:`LOSSES`, :func:`lr_schedule`, :func:`resolve_device`;
+* :mod:`genbounds.train.losses`: :func:`per_sample_loss` and the label checks;
+* :mod:`genbounds.train.inputs`: input sets (tensors or lazy :data:`InputFn`);
+* :mod:`genbounds.train.state`: one :class:`~genbounds.train.state.ModelRecord` per model, the
+  tensors of the ensemble, the history;
+* :mod:`genbounds.train.memory`: micro-batch and evaluation-chunk sizes from a memory budget read
+  from the device and a measured per-sample activation cost;
+* :mod:`genbounds.train.step`: the batch gradient (exactly, by micro-batches) and the SGD / Adam
+  updates;
+* :mod:`genbounds.train.stopping`: early stopping and the kept (best-validation) epoch;
+* :mod:`genbounds.train.evaluate`: no-grad evaluation in chunks;
+* :mod:`genbounds.train.loop`: :func:`train_ensemble`, the orchestration.
+
+The engine imports no model family: a model is anything whose parameters and buffers carry a
+leading model dimension K and whose forward maps ``(K, B, ...)`` to ``(K, B)`` or ``(K, B, C)``.
+"""
+
+from genbounds.train.config import (
+    LOSSES,
+    LossName,
+    TrainConfig,
+    TrainingDivergedError,
+    TrainResult,
+    lr_schedule,
+    resolve_device,
+)
+from genbounds.train.evaluate import evaluate_ensemble, evaluate_models
+from genbounds.train.inputs import InputFn, InputSet
+from genbounds.train.loop import train_ensemble
+from genbounds.train.losses import per_sample_loss
+from genbounds.train.memory import MemoryPlan, plan_memory
+from genbounds.train.step import adam_step, sgd_step
+
+# Deprecated aliases kept for ``genbounds.bench`` (which imported these private names from the
+# single-module engine); use ``InputSet`` and ``evaluate_models``.
+_Inputs = InputSet
+_evaluate = evaluate_models
+
+__all__ = [
+    "LOSSES",
+    "InputFn",
+    "InputSet",
+    "LossName",
+    "MemoryPlan",
+    "TrainConfig",
+    "TrainResult",
+    "TrainingDivergedError",
+    "adam_step",
+    "evaluate_ensemble",
+    "evaluate_models",
+    "lr_schedule",
+    "per_sample_loss",
+    "plan_memory",
+    "resolve_device",
+    "sgd_step",
+    "train_ensemble",
+]
