@@ -53,7 +53,7 @@ def test_rademacher_hand_value() -> None:
     assert r.value == pytest.approx(12.0 * s * (1 + math.log(U / s)))
     # small m: trivial bound c * U
     small = bl.edelman_rademacher_single_head(10, T, d=d, k=k, c=12.0, **NORMS)
-    assert small.value == pytest.approx(12.0 * U) and small.terms["closed_form_valid"] == 0.0
+    assert small.value == pytest.approx(12.0 * U) and "trivial cap" in small.regime
 
 
 def test_grows_with_log_T_where_tt_does_not() -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from genbounds.bounds.trauger_tewari_notation import tt_correspondence, tt_forward
 from genbounds.models import (
     EdelmanTransformer,
     ShallowEncoder,
@@ -216,20 +217,20 @@ def test_tt_correspondence_reproduces_the_model_exactly() -> None:
     m = SparseMajorityMHA(d=8, heads=2, key_dim=5, n_models=2, seeds=[5, 6], dtype=F64)
     _perturb(m)
     X = torch.randn(2, 3, 9, 8, dtype=F64)
-    tt = m.tt_correspondence(augment_bias=True)
+    tt = tt_correspondence(m.view(), augment_bias=True)
     assert tt["W_QK"].shape == (2, 2, 9, 9)
     assert tt["W_v"].shape == (2, 2, 9, 8)
     assert tt["W_c"].shape == (2, 8, 8)
     assert tt["w"].shape == (2, 8, 2)
     assert tt["offset"].shape == (2, 2)
-    torch.testing.assert_close(SparseMajorityMHA.tt_forward(tt, X), m(X), rtol=1e-10,
+    torch.testing.assert_close(tt_forward(tt, X), m(X), rtol=1e-10,
                                atol=1e-12)
     # without biases (fresh Keras init: all biases are zero) the plain kernels suffice
     fresh = SparseMajorityMHA(d=8, heads=2, key_dim=5, n_models=2, seeds=[5, 6], dtype=F64)
-    tt0 = fresh.tt_correspondence(augment_bias=False)
+    tt0 = tt_correspondence(fresh.view(), augment_bias=False)
     assert tt0["W_QK"].shape == (2, 2, 8, 8)
     torch.testing.assert_close(
-        SparseMajorityMHA.tt_forward(tt0, X, augment_bias=False), fresh(X), rtol=1e-10,
+        tt_forward(tt0, X, augment_bias=False), fresh(X), rtol=1e-10,
         atol=1e-12,
     )
     # W_QK is W_Q W_K^T / sqrt(key_dim) in the row convention of TT Section 2.6
@@ -299,10 +300,11 @@ def test_edelman_transformer_matches_block_definition() -> None:
                     acc += torch.relu(proj(f)) @ m.W_c[kk, i, h]
                 Y = proj(acc)
             torch.testing.assert_close(out[kk, n], m.w[kk] @ Y[0])
-    names = m.named_weight_matrices()
+    names = m.view().matrices()
     assert names["layer1.head0.W_QK"].shape == (2, d, d)
-    assert names["layer0.head1.W_v"].shape == (2, d, k)
-    assert names["layer0.head1.W_c"].shape == (2, k, d)
+    assert names["layer0.head1.W_V"].shape == (2, k, d)  # column orientation: W_v^T
+    assert names["layer0.head1.W_O"].shape == (2, d, k)  # W_c^T
+    torch.testing.assert_close(names["layer0.head1.W_V"], m.W_v[:, 0, 1].mT)
     A = m.attention(X, layer=1)
     assert A.shape == (2, 3, H, T, T)
     torch.testing.assert_close(A.sum(-1), torch.ones(2, 3, H, T, dtype=F64))

@@ -59,17 +59,18 @@ the ``ln`` of the prefactor) through ``C_v``.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, NamedTuple
 
-from genbounds.bounds.common import (
+from genbounds.bounds.registry import (
+    DUDLEY_C_BARTLETT_2017,
+    Bound,
+    BoundKind,
     BoundValue,
-    DeltaChoice,
-    IntegralForm,
-    check_choice,
-    check_int,
-    check_positive,
-    dudley_inverse_square,
+    dudley_annotations,
+    register,
 )
+from genbounds.complexity import DeltaChoice, IntegralForm, dudley_inverse_square
+from genbounds.validation import check_choice, check_int, check_positive
 
 __all__ = ["edelman_log_covering_single_head", "edelman_rademacher_single_head"]
 
@@ -100,10 +101,29 @@ def _components(m: int, T: int, d: int, k: int, B_w: float, B_c2: float, B_c21: 
     return comps, R_y
 
 
+class _Args(NamedTuple):
+    """The validated arguments of both Edelman bounds, in ``_components``' order."""
+
+    m: int
+    T: int
+    d: int
+    k: int
+    B_w: float
+    B_c2: float
+    B_c21: float
+    B_v2: float
+    B_v21: float
+    B_qk21: float
+    B_x: float
+    L_sigma: float
+    constant: float
+    log_factor: str
+
+
 def _check(m: int, T: int, d: int, k: int, B_w: float, B_c2: float, B_c21: float, B_v2: float,
            B_v21: float, B_qk21: float, B_x: float, L_sigma: float, constant: float,
-           log_factor: str) -> tuple:
-    return (
+           log_factor: str) -> _Args:
+    return _Args(
         check_int(m, "m", minimum=2), check_int(T, "T"), check_int(d, "d"), check_int(k, "k"),
         check_positive(B_w, "B_w"), check_positive(B_c2, "B_c2"),
         check_positive(B_c21, "B_c21"), check_positive(B_v2, "B_v2"),
@@ -157,10 +177,11 @@ def edelman_log_covering_single_head(
     terms.update({f"(C beta^2)^(1/3) {n}": v for n, v in contrib.items()})
     terms.update({f"log factor {n}": lg for n, (_, _, lg) in comps.items()})
     return BoundValue(
+        kind=BoundKind.LOG_COVERING,
         value=Gamma**3 / e**2,
         terms=terms,
-        constants={"lemma_4_6_constant": args[12], "softmax_constant": 2.0, "eps": e,
-                   "R_y": R_y, "m": float(args[0]), "T": float(args[1])},
+        constants={"lemma_4_6_constant": args.constant, "softmax_constant": 2.0, "eps": e,
+                   "R_y": R_y, "m": float(args.m), "T": float(args.T)},
         name="log covering number, one head, [CLS] output (grows with log T)",
         reference=_REF,
         assumptions=_assumptions(log_factor),
@@ -213,16 +234,30 @@ def edelman_rademacher_single_head(
         1.0, m=m, T=T, d=d, k=k, B_w=B_w, B_c2=B_c2, B_c21=B_c21, B_v2=B_v2, B_v21=B_v21,
         B_qk21=B_qk21, B_x=B_x, L_sigma=L_sigma, constant=constant, log_factor=log_factor)
     A = cov.terms["Gamma"] ** 3
-    upper = args[4] * cov.constants["R_y"]
-    res = dudley_inverse_square(A, 0.0, args[0], upper, c=cv, delta=delta, integral=integral)
+    upper = args.B_w * cov.constants["R_y"]
+    res = dudley_inverse_square(A, 0.0, args.m, upper, c=cv, delta=delta, integral=integral)
+    choices, regime = dudley_annotations(res.closed_form_valid, delta, integral, "U")
     return BoundValue(
+        kind=BoundKind.RADEMACHER,
         value=res.value,
         terms={"Gamma": cov.terms["Gamma"], "A=Gamma^3": A, "dudley_objective_G": res.objective,
-               "delta": res.delta, "closed_form_valid": float(res.closed_form_valid),
+               "delta": res.delta,
                "covering_term": res.cover_term,
                **{k_: v for k_, v in cov.terms.items() if k_.startswith("log factor")}},
         constants={**cov.constants, "c": cv, "dudley_upper": upper},
+        choices=choices, regime=regime,
         name="Rademacher complexity, one head, [CLS] output (Edelman et al. 2022, log T)",
         reference=_REF + " + Dudley's integral",
         assumptions=cov.assumptions,
     )
+
+
+# ============================================================================ registry
+register(Bound(
+    key="edelman.single_head_log_T.reconstructed", paper="edelman2022inductive",
+    statement="Sec. 4 (reconstructed)", kind=BoundKind.RADEMACHER, form="audited",
+    needs=("m", "T", "d", "k", "B_w", "B_c2", "B_c21", "B_v2", "B_v21", "B_qk21", "B_x"),
+    constants={"c": DUDLEY_C_BARTLETT_2017, "L_sigma": 1.0, "constant": 1.0},
+    fn=edelman_rademacher_single_head,
+    description="one head, [CLS] output; grows with log T (hidden constant set to 1)",
+))

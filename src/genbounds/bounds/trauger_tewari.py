@@ -35,22 +35,24 @@ Notation and conventions
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
-from genbounds.bounds.common import (
+from genbounds.bounds.registry import (
+    DUDLEY_C_BARTLETT_2017,
+    Bound,
+    BoundKind,
     BoundValue,
-    DeltaChoice,
-    IntegralForm,
-    check_choice,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    dudley_inverse_square,
+    dudley_annotations,
+    register,
 )
+from genbounds.complexity import DeltaChoice, IntegralForm, dudley_inverse_square
+from genbounds.validation import check_choice, check_int, check_nonnegative, check_positive
 
 __all__ = [
     "Form",
+    "gap_one_layer_l11",
     "generalization_gap",
     "lemma_e1_allocation",
     "log_covering_l1inf",
@@ -76,11 +78,6 @@ def _ceil(x: float) -> int:
     """``ceil(x)`` robust to a last-bit rounding error (``4.000000000000001 -> 4``)."""
     return max(1, math.ceil(x * (1.0 - 1e-12)))
 
-
-def _delta_rule(delta: DeltaChoice) -> float:
-    if isinstance(delta, str):
-        return 0.0 if delta == "closed_form" else 1.0
-    return 2.0
 
 
 # ============================================================================ Section 3
@@ -128,6 +125,7 @@ def log_covering_l1inf(
     K = float(_ceil(ratio)) if form == "audited" else ratio
     value = d * K * log_atoms
     return BoundValue(
+        kind=BoundKind.LOG_COVERING,
         value=value,
         terms={"maurey_K": K, "columns_d": float(d), "log_atoms_ln(2k+1)": log_atoms},
         constants={"B_w": bw, "B_x": bx, "eps": e},
@@ -187,6 +185,7 @@ def log_covering_l21(
     log_dk = math.log(d * k)
     value = kappa * bw * bw * bx * bx * log_dk / (e * e)
     return BoundValue(
+        kind=BoundKind.LOG_COVERING,
         value=value,
         terms={"B_w^2 B_x^2 / eps^2": bw * bw * bx * bx / (e * e), "ln(dk)": log_dk},
         constants={"lemma_4_6_constant": kappa, "B_w": bw, "B_x": bx, "eps": e},
@@ -241,6 +240,7 @@ def log_covering_l11(
     log_atoms = math.log(2 * d * k + 1)
     K = float(_ceil(ratio)) if form == "audited" else ratio
     return BoundValue(
+        kind=BoundKind.LOG_COVERING,
         value=K * log_atoms,
         terms={"maurey_K": K, "log_atoms_ln(2dk+1)": log_atoms},
         constants={"B_w": bw, "B_x": bx, "eps": e},
@@ -366,8 +366,12 @@ def rademacher_one_layer(
             b = 2 * bx * bx * math.sqrt(Cv) / math.sqrt(m)
             first = b * (1.0 + math.log(math.sqrt(m) / (2 * bx * math.sqrt(Cv))))
         value = 2 * B * cv * (first + a)
+        admissible = 2 * bx * math.sqrt(Cv) <= math.sqrt(m) - math.sqrt(math.log(2 * d))
         return BoundValue(
-            value=value,
+            kind=BoundKind.RADEMACHER,
+            value=value, valid=admissible,
+            regime="printed closed form inside its range" if admissible else
+            "printed closed form outside its range: not a valid bound",
             terms={"B": B, "covering_term": first, "ln(2d)_term": a},
             constants={**consts, "softmax_constant": 2.0},
             name="Rademacher complexity, one layer (printed Thm 4.1 expression)",
@@ -378,22 +382,23 @@ def rademacher_one_layer(
     a0 = math.log(2 * d) + C0v
     A = sc * sc * bx**4 * Cv
     res = dudley_inverse_square(A, a0, m, bx, c=cv, delta=delta, integral=integral)
+    choices, regime = dudley_annotations(res.closed_form_valid, delta, integral, "B_x")
     value = 2 * B * res.value
     return BoundValue(
+        kind=BoundKind.RADEMACHER,
         value=value,
         terms={
             "B": B,
             "dudley_objective_G": res.objective,
             "delta": res.delta,
             "delta_stationary": res.delta_stationary,
-            "closed_form_valid": float(res.closed_form_valid),
             "ln(2d)+C0_term": res.const_term,
             "covering_term": res.cover_term,
         },
         constants={**consts, "C0": C0v, "softmax_constant": sc, "a0=ln(2d)+C0": a0,
                    "A=s^2 B_x^4 C": A, "dudley_upper=B_x": bx,
-                   "delta_rule": _delta_rule(delta),
-                   "integral_exact": 1.0 if integral == "exact" else 0.0},
+},
+        choices=choices, regime=regime,
         name="Rademacher complexity, one layer, scalar [CLS] output",
         reference=f"{_TT}, Thm 4.1 (App. C), constants explicit",
         assumptions=_one_layer_assumptions("||x||_2 <= B_x"),
@@ -425,8 +430,15 @@ def _one_layer_from_cover(
     if form == "printed":
         B = B_w * B_Wc * L_sigma * B_Wv
         value, first, a = _printed_corollary(m, d, B, B_x, printed_alpha, c, subtract_log)
+        # the printed expression is delta* (1 + ln(B_x / delta*)) with delta* = B_x^3 alpha /
+        # sqrt(m): a minimum over (0, B_x] only when its log argument is >= 1
+        root = math.sqrt(m) - (math.sqrt(math.log(2 * d)) if subtract_log else 0.0)
+        admissible = B_x * B_x * printed_alpha <= root
         return BoundValue(
-            value=value,
+            kind=BoundKind.RADEMACHER,
+            value=value, valid=admissible,
+            regime="printed closed form inside its range (delta* <= B_x)" if admissible else
+            "printed closed form outside its range (delta* > B_x): not a valid bound",
             terms={"B": B, "alpha_printed": printed_alpha, "covering_term": first,
                    "ln(2d)_term": a},
             constants={"c": c, "symmetrisation_factor": 2.0, "B_x": B_x, **extra_consts},
@@ -438,9 +450,11 @@ def _one_layer_from_cover(
         m, d, C=C, C0=C0, B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma, B_x=B_x, c=c,
         softmax_constant=softmax_constant, delta=delta, integral=integral, form="audited")
     return BoundValue(
+        kind=BoundKind.RADEMACHER,
         value=base.value,
         terms=base.terms,
         constants={**base.constants, **extra_consts},
+        choices=base.choices, valid=base.valid, regime=base.regime,
         name=name,
         reference=reference + ", constants explicit",
         assumptions=_one_layer_assumptions(token_norm) + (qk_assumption,),
@@ -600,6 +614,7 @@ def rademacher_multi_head(heads: BoundValue | Sequence[BoundValue], H: int | Non
         Hn = len(per)
     terms = {f"head_{i + 1}": h.value for i, h in enumerate(per)}
     return BoundValue(
+        kind=BoundKind.RADEMACHER,
         value=float(sum(h.value for h in per)),
         terms=terms,
         constants={"H": float(Hn), **{f"head_1.{k}": v for k, v in per[0].constants.items()}},
@@ -630,6 +645,7 @@ def lemma_e1_allocation(C: Sequence[float], beta: Sequence[float], eps: float) -
         raise ValueError("at least one C_i must be > 0")
     eps_i = [(e / gamma) * (ci / bi) ** (1 / 3) for ci, bi in zip(Cs, bs, strict=True)]
     return BoundValue(
+        kind=BoundKind.LOG_COVERING,
         value=gamma**3 / e**2,
         terms={"gamma": gamma, **{f"eps_{i}": v for i, v in enumerate(eps_i)}},
         constants={"eps": e},
@@ -738,6 +754,7 @@ def log_covering_multilayer(
         terms.update({f"alpha_{i + 1}": a for i, a in enumerate(alphas)})
         terms.update({f"tau_{i + 1}": t for i, t in enumerate(taus) if i >= 1})
         return BoundValue(
+            kind=BoundKind.LOG_COVERING,
             value=(gamma + eta) ** 3 / e**2, terms=terms, constants=consts,
             name=f"log covering number, {L}-layer Transformer (printed gamma, eta)",
             reference=f"{_TT}, Thm 4.2 as printed",
@@ -750,6 +767,7 @@ def log_covering_multilayer(
     terms.update({f"alpha_{i + 1}": a for i, a in enumerate(alphas)})
     terms.update({f"(C beta^2)^(1/3) {k}": v for k, v in contrib.items()})
     return BoundValue(
+        kind=BoundKind.LOG_COVERING,
         value=a0v + Gamma**3 / e**2,
         terms=terms,
         constants={**consts, "a0": a0v},
@@ -792,15 +810,16 @@ def rademacher_multilayer(
         A, a0v = cov.terms["Gamma"] ** 3, cov.terms["a0"]
     res = dudley_inverse_square(A, a0v, m, cov.constants["B_w"], c=cv, delta=delta,
                                 integral=integral)
+    choices, regime = dudley_annotations(res.closed_form_valid, delta, integral, "B_w")
     return BoundValue(
+        kind=BoundKind.RADEMACHER,
         value=res.value,
         terms={"A": A, "dudley_objective_G": res.objective, "delta": res.delta,
                "delta_stationary": res.delta_stationary,
-               "closed_form_valid": float(res.closed_form_valid),
-               "a0_term": res.const_term, "covering_term": res.cover_term},
+                  "a0_term": res.const_term, "covering_term": res.cover_term},
         constants={**cov.constants, "c": cv, "a0": a0v, "dudley_upper=B_w": cov.constants["B_w"],
-                   "delta_rule": _delta_rule(delta),
-                   "integral_exact": 1.0 if integral == "exact" else 0.0},
+},
+        choices=choices, regime=regime,
         name=f"Rademacher complexity, {L}-layer Transformer"
         + (" (printed covering constants)" if form == "printed" else ""),
         reference=f"{_TT}, Thm 4.2 + Dudley's integral (Section 2.4)",
@@ -840,6 +859,7 @@ def log_covering_multilayer_l11(
                                   B_qk2=B_qk2, B_w=B_w, L_sigma=L_sigma, B_x=bx, a0=a0,
                                   form=form)
     return BoundValue(
+        kind=res.kind,
         value=res.value, terms=res.terms,
         constants={**res.constants, "B": Bv, "log_atoms": ell},
         name=res.name + ", ||.||_{1,1} <= B",
@@ -867,6 +887,7 @@ def rademacher_multilayer_l11(
                                 B_w=B_w, L_sigma=L_sigma, B_x=bx, c=c, a0=a0, delta=delta,
                                 integral=integral, form=form)
     return BoundValue(
+        kind=res.kind,
         value=res.value, terms=res.terms,
         constants={**res.constants, "B": Bv, "log_atoms": ell},
         name=res.name + ", ||.||_{1,1} <= B",
@@ -927,6 +948,7 @@ def generalization_gap(
     conc = 4.0 * cl * math.sqrt(2.0 * log_term / n)
     rad_term = 2.0 * ll * r
     return BoundValue(
+        kind=BoundKind.GAP,
         value=rad_term + conc,
         terms={"2 L_l Rad": rad_term, "concentration": conc, "Rad": r},
         constants={"loss_bound": cl, "loss_lipschitz": ll, "confidence": dl, "n": float(n),
@@ -937,3 +959,75 @@ def generalization_gap(
                      "loss(., y) loss_lipschitz-Lipschitz in the scalar output")
         + ((rademacher.assumptions) if isinstance(rademacher, BoundValue) else ()),
     )
+
+
+def gap_one_layer_l11(
+    m: int, d: int, *, B_w: float, B_Wc: float, B_Wv: float, L_sigma: float, B_x: float,
+    B_QK: float, c: float, loss_bound: float, loss_lipschitz: float, confidence: float,
+    softmax_constant: float = 2.0, form: Form = "audited",
+) -> BoundValue:
+    """Generalization gap of one layer with ``||W_QK||_{1,1} <= B_QK``: Cor. 4.1.1 + Section 2.3.
+
+    ``generalization_gap(rademacher_one_layer_l11(...), m, ...)``: the bound the chapter
+    compares with measured gaps (two-sided, ``ln(8/confidence)``).
+    """
+    rad = rademacher_one_layer_l11(m, d, B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma, B_x=B_x,
+                                   B_QK=B_QK, c=c, softmax_constant=softmax_constant, form=form)
+    gap = generalization_gap(rad, m, loss_bound=loss_bound, loss_lipschitz=loss_lipschitz,
+                             confidence=confidence)
+    return replace(gap, name=gap.name + " from Cor. 4.1.1", valid=rad.valid and gap.valid,
+                   regime=rad.regime, choices={**rad.choices, **gap.choices},
+                   reference=f"{_TT}, Cor. 4.1.1 + Section 2.3")
+
+
+# ============================================================================ registry
+_ONE_LAYER_NEEDS = ("m", "d", "B_w", "B_Wc", "B_Wv", "B_x", "B_QK")
+_DUDLEY = {"c": DUDLEY_C_BARTLETT_2017, "L_sigma": 1.0, "softmax_constant": 2.0}
+_GAP = {"loss_bound": 1.0, "loss_lipschitz": 1.0, "confidence": 0.05}
+
+
+def _register_both_forms(key: str, statement: str, kind: BoundKind, needs: tuple[str, ...],
+                         constants: dict[str, float], fn: Callable[..., BoundValue],
+                         description: str) -> None:
+    for form in ("printed", "audited"):
+        register(Bound(key=f"trauger_tewari.{key}.{form}", paper="trauger2024sequence",
+                       statement=statement, kind=kind, form=form, needs=needs,
+                       constants=constants, fn=fn, fixed={"form": form},
+                       description=description))
+
+
+_register_both_forms("lemma_3_3", "Lemma 3.3", BoundKind.LOG_COVERING,
+                     ("eps", "d", "k", "B_w", "B_x"), {}, log_covering_l1inf,
+                     "log N of {x -> W x : ||W^T||_{1,inf} <= B_w} (Maurey)")
+register(Bound(key="trauger_tewari.lemma_3_4.audited", paper="trauger2024sequence",
+               statement="Lemma 3.4", kind=BoundKind.LOG_COVERING, form="audited",
+               needs=("eps", "d", "k", "B_w", "B_x"), constants={"constant": 1.0},
+               fn=log_covering_l21, description="log N of {x -> W x : ||W||_{2,1} <= B_w} "
+               "(rows, not columns, as audited)"))
+_register_both_forms("lemma_3_6", "Lemma 3.6", BoundKind.LOG_COVERING,
+                     ("eps", "d", "k", "B_w", "B_x"), {}, log_covering_l11,
+                     "log N of {x -> W x : ||W||_{1,1} <= B_w} (Maurey)")
+_register_both_forms("thm_4_1", "Thm 4.1", BoundKind.RADEMACHER,
+                     ("m", "d", "C", "B_w", "B_Wc", "B_Wv", "B_x"), {**_DUDLEY, "C0": 0.0},
+                     rademacher_one_layer,
+                     "one head, [CLS] output, W_QK class with log N <= C0 + C/eps^2")
+_register_both_forms("cor_4_1_1", "Cor. 4.1.1", BoundKind.RADEMACHER, _ONE_LAYER_NEEDS,
+                     dict(_DUDLEY), rademacher_one_layer_l11,
+                     "one head, ||W_QK||_{1,1} <= B_QK; no dependence on T")
+_register_both_forms("cor_d_0_1", "Cor. D.0.1", BoundKind.RADEMACHER, _ONE_LAYER_NEEDS,
+                     dict(_DUDLEY), rademacher_one_layer_l1inf,
+                     "one head, ||W_QK^T||_{1,inf} <= B_QK")
+_register_both_forms("cor_d_0_2", "Cor. D.0.2", BoundKind.RADEMACHER, _ONE_LAYER_NEEDS,
+                     {**_DUDLEY, "lemma_constant": 1.0}, rademacher_one_layer_l21,
+                     "one head, ||W_QK||_{2,1} <= B_QK")
+_register_both_forms("thm_4_2", "Thm 4.2", BoundKind.RADEMACHER,
+                     ("m", "L", "C_1", "C_Bx", "B_c2", "B_v2", "B_qk2", "B_w", "B_x"),
+                     {"c": DUDLEY_C_BARTLETT_2017, "L_sigma": 1.0, "a0": 0.0},
+                     rademacher_multilayer, "L layers, spectral-norm bounded, via Dudley")
+_register_both_forms("cor_4_2_1", "Cor. 4.2.1", BoundKind.RADEMACHER,
+                     ("m", "L", "d", "k", "B", "B_x", "B_c2", "B_v2", "B_qk2", "B_w"),
+                     {"c": DUDLEY_C_BARTLETT_2017, "L_sigma": 1.0},
+                     rademacher_multilayer_l11, "L layers, every ||.||_{1,1} <= B, via Dudley")
+_register_both_forms("gap_cor_4_1_1", "Cor. 4.1.1 + Sec. 2.3", BoundKind.GAP, _ONE_LAYER_NEEDS,
+                     {**_DUDLEY, **_GAP}, gap_one_layer_l11,
+                     "two-sided generalization gap of one layer, ||W_QK||_{1,1} <= B_QK")

@@ -15,10 +15,12 @@ carry the same leading size, so the training engine may call a model (through
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
+
+from genbounds.models.view import ModelView
 
 __all__ = [
     "Ensemble",
@@ -181,4 +183,31 @@ class Ensemble(nn.Module):
         clone.seeds = [self.seeds[k]]
         return clone
 
+    def view(self, initial_state: Mapping[str, torch.Tensor] | None = None) -> ModelView:
+        """The weights as a :class:`~genbounds.models.view.ModelView` (detached, leading K).
+
+        ``initial_state`` (parameter name -> tensor with the same shapes, e.g.
+        :attr:`genbounds.train.TrainResult.initial_state`) attaches the view at initialisation.
+        """
+        params = {name: p.detach() for name, p in self.named_parameters()}
+        initial = None
+        if initial_state is not None:
+            if not isinstance(initial_state, Mapping) or set(initial_state) != set(params):
+                raise ValueError(
+                    f"initial_state must map exactly the parameter names {sorted(params)}"
+                )
+            for name, t in initial_state.items():
+                if not isinstance(t, torch.Tensor) or t.shape != params[name].shape:
+                    raise ValueError(f"initial_state[{name!r}] must have shape "
+                                     f"{tuple(params[name].shape)}")
+            initial = self.view_from_parameters({n: t.detach() for n, t in initial_state.items()})
+        v = self.view_from_parameters(params)
+        if initial is None:
+            return v
+        return ModelView(v.family, v.layers, v.readout, v.readout_bias, v.pooling, v.parameters,
+                         initial)
+
+    def view_from_parameters(self, params: Mapping[str, torch.Tensor]) -> ModelView:
+        """The view of this architecture holding the given parameters (one per family)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define view_from_parameters")
 

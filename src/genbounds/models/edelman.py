@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -13,6 +13,7 @@ from genbounds.models.base import (
     normal_init,
     project_rows_to_unit_ball,
 )
+from genbounds.models.view import HeadView, LayerView, ModelView
 from genbounds.validation import check_int, check_seeds
 
 __all__ = ['EdelmanTransformer']
@@ -139,19 +140,20 @@ class EdelmanTransformer(Ensemble):
             Y, _ = self._layer(Y, i)
         return self._layer(Y, layer)[1]
 
-    def named_weight_matrices(self) -> dict[str, torch.Tensor]:
-        """Per-layer, per-head matrices in the row convention of Section 2.6 (detached).
-
-        Keys ``"layer{i}.head{h}.W_QK"`` ``(K, d, d)``, ``"layer{i}.head{h}.W_v"``
-        ``(K, d, k)``, ``"layer{i}.head{h}.W_c"`` ``(K, k, d)`` and ``"w"`` ``(K, d)``.
-        Trauger & Tewari's norm conditions are stated for ``W_v^T`` and ``W_c^T`` (the maps
-        ``x -> W x`` on column vectors): transpose before taking mixed norms.
-        """
-        out: dict[str, torch.Tensor] = {}
+    def view_from_parameters(self, params: Mapping[str, torch.Tensor]) -> ModelView:
+        """Per layer and head: ``W_QK`` as stored (the row-convention score ``y_t W_QK y_s^T``
+        is the column-convention ``x_t^T W_QK x_s``), ``W_V = W_v^T`` ``(K, k, d)`` and
+        ``W_O = W_c^T`` ``(K, d, k)``; readout ``w`` as ``(K, 1, d)``; [CLS] pooling."""
+        layers = []
         for i in range(self.layers):
-            for h in range(self.heads):
-                out[f"layer{i}.head{h}.W_QK"] = self.W_QK.detach()[:, i, h]
-                out[f"layer{i}.head{h}.W_v"] = self.W_v.detach()[:, i, h]
-                out[f"layer{i}.head{h}.W_c"] = self.W_c.detach()[:, i, h]
-        out["w"] = self.w.detach()
-        return out
+            heads = tuple(
+                HeadView(W_QK=params["W_QK"][:, i, h], W_V=params["W_v"][:, i, h].mT,
+                         W_O=params["W_c"][:, i, h].mT)
+                for h in range(self.heads)
+            )
+            layers.append(LayerView(
+                heads, combine=f"per head: project rows to the unit ball, {self.activation}, "
+                "W_O; heads summed; rows projected to the unit ball",
+                activation=self.activation))
+        return ModelView("EdelmanTransformer", tuple(layers), params["w"][:, None, :], None,
+                         "cls", dict(params))

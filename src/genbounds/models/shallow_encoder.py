@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -13,6 +13,7 @@ from genbounds.models.base import (
     normal_init,
     stack_init,
 )
+from genbounds.models.view import HeadView, LayerView, ModelView
 from genbounds.validation import check_int, check_seeds
 
 __all__ = ['ShallowEncoder']
@@ -86,6 +87,14 @@ class ShallowEncoder(Ensemble):
         Z = torch.relu(torch.einsum("kbts,kbsm->kbtm", A, V))
         return torch.einsum("kbm,km->kb", Z.mean(dim=2), self.w_O)
 
-    def named_weight_matrices(self) -> dict[str, torch.Tensor]:
-        """``{"W_Q", "W_K", "W_V": (K, d_m, d), "w_O": (K, d_m)}`` (detached views)."""
-        return {name: p.detach() for name, p in self.named_parameters()}
+    def view_from_parameters(self, params: Mapping[str, torch.Tensor]) -> ModelView:
+        """One layer, one head: ``W_Q, W_K, W_V`` ``(K, d_m, d)`` as stored (already in the
+        column orientation), ``W_QK = W_Q^T W_K / sqrt(d_m)``, no ``W_O`` (``W_H = I``),
+        readout ``w_O`` as ``(K, 1, d_m)``, mean pooling."""
+        scale = 1.0 / math.sqrt(self.d_m)
+        W_Q, W_K, W_V = params["W_Q"], params["W_K"], params["W_V"]
+        head = HeadView(W_QK=scale * torch.einsum("kmi,kmj->kij", W_Q, W_K), W_V=W_V,
+                        W_Q=W_Q, W_K=W_K, score_scale=scale)
+        layer = LayerView((head,), combine="one head, W_H = I, then ReLU", activation="relu")
+        return ModelView("ShallowEncoder", (layer,), params["w_O"][:, None, :], None, "mean",
+                         dict(params))

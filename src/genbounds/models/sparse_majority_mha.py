@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -16,6 +16,7 @@ from genbounds.models.base import (
     uniform_init,
     zeros_init,
 )
+from genbounds.models.view import HeadView, LayerView, ModelView
 from genbounds.validation import check_int, check_seeds
 
 __all__ = ['SparseMajorityMHA']
@@ -330,85 +331,30 @@ class SparseMajorityMHA(Ensemble):
         """Full row-stochastic attention matrices ``(K, B, heads, T, T)``."""
         return self.mha_full(X)[1]
 
-    def named_weight_matrices(self) -> dict[str, torch.Tensor]:
-        """All trainable tensors (kernels and biases) by Keras-like name, detached, leading K."""
-        return {name: p.detach() for name, p in self.named_parameters()}
+    def view_from_parameters(self, params: Mapping[str, torch.Tensor]) -> ModelView:
+        """Keras kernels (row convention ``x W``) transposed into the column orientation.
 
-    def tt_correspondence(self, augment_bias: bool = True) -> dict[str, torch.Tensor]:
-        r"""The weights rewritten in Trauger & Tewari's head notation (Section 2.6 / 4.1).
-
-        The [CLS] output of this model, for each logit ``s``, is
-
-        .. math::
-
-            \ell_s(X) = w_s^\top W_c^\top \sigma\Big(\sum_h W_{v,h}^\top \tilde X^\top
-                \mathrm{softmax}\big(\tilde X W_{QK,h}^\top \tilde x_{[CLS]}\big)\Big) + o_s,
-
-        with ``sigma = ReLU`` and the matrices returned here:
-
-        * ``W_QK`` ``(K, heads, d', d')``: ``W^Q_h (W^K_h)^T / sqrt(key_dim)``, the combined
-          matrix of Section 2.6 in its row convention (scores ``X W_QK X^T``; the [CLS] row
-          is ``softmax(X W_QK^T x_[CLS])`` as in TT Section 4.1);
-        * ``W_v`` ``(K, heads, d', d)``: ``W^V_h W^O_h`` (value then output projection; the
-          ReLU comes after the output projection, so the TT value map has ``k = d``);
-        * ``W_c`` ``(K, d, d)``: the ``Dense`` kernel ``W^D``, shared by the heads;
-        * ``w`` ``(K, d, n_outputs)``: the final kernel, column ``s`` is ``w_s``;
-        * ``offset`` ``(K, n_outputs)``: ``o_s = (b^D)^T w_s + b^L_s``.
-
-        With ``augment_bias=True`` (default) every token gets a constant last coordinate 1,
-        ``x~ = (x, 1)`` and ``d' = d + 1``, and the biases are absorbed exactly: the query
-        bias into the last column of ``W_QK``; the key bias adds the same number
-        ``q_h . b^K_h`` to every score of a row and cancels in the softmax, so it is dropped;
-        the value bias and output bias enter the last row of ``W_v`` (allowed because the
-        attention weights sum to one; the output bias is put in head 0). The dense and final
-        biases cannot be absorbed into a head and remain as the constant ``offset``. With
-        ``augment_bias=False`` only the kernels are used (``d' = d``) and the biases are
-        ignored, which describes the trained model only when they are small.
-
-        What does *not* match TT's class, and is not hidden by this rewriting: (i) the ReLU
-        acts on the **sum** of the heads (Keras adds the heads in the output projection before
-        the activation), whereas TT's multi-head layer sums ``sigma(...) W_c,h`` per head, so
-        for ``heads > 1`` the model is outside TT's class (for ``heads = 1`` it is inside);
-        (ii) the constant ``offset`` is outside the class (it adds at most ``|o_s| /
-        sqrt(m)`` to a Rademacher complexity); (iii) with ``augment_bias=True`` the inputs are
-        the augmented tokens, whose norm bound is ``B_x + 1`` (l1) or ``sqrt(B_x^2 + 1)``
-        (l2); (iv) the two logits are handled as in TT Section 5 (Theorem 5.1).
+        Head ``h``: ``W_Q = query_kernel[:, :, h, :]^T`` ``(K, key_dim, d)`` (likewise ``W_K``,
+        ``W_V``), ``W_O = output_kernel[:, h]^T`` ``(K, d, key_dim)``, ``score_scale =
+        1/sqrt(key_dim)``, biases ``b_Q, b_K, b_V``. The layer sums the heads, adds the shared
+        output bias ``b_O``, applies ReLU, then the dense map ``mlp[0] = dense_kernel^T`` with
+        bias ``b_mlp0``; the readout is ``head_kernel^T`` ``(K, n_outputs, d)`` at [CLS].
         """
-        p = {n: t.detach() for n, t in self.named_parameters()}
-        Wq = p["query_kernel"].permute(0, 2, 1, 3)  # (K, H, d, kd)
-        Wk = p["key_kernel"].permute(0, 2, 1, 3)
-        Wv = p["value_kernel"].permute(0, 2, 1, 3)
-        Wo = p["output_kernel"]  # (K, H, kd, d)
-        if augment_bias:
-            Wq = torch.cat([Wq, p["query_bias"][:, :, None, :]], dim=2)  # (K, H, d+1, kd)
-            Wk = torch.cat([Wk, torch.zeros_like(p["key_bias"][:, :, None, :])], dim=2)
-            Wv = torch.cat([Wv, p["value_bias"][:, :, None, :]], dim=2)
-        W_qk_row = torch.einsum("khae,khbe->khab", Wq, Wk) / math.sqrt(self.key_dim)
-        W_v = torch.einsum("khae,khed->khad", Wv, Wo)
-        if augment_bias:
-            W_v = W_v.clone()
-            W_v[:, 0, -1, :] += p["output_bias"]
-        offset = torch.einsum("kd,kds->ks", p["dense_bias"], p["head_kernel"]) + p["head_bias"]
-        return {
-            "W_QK": W_qk_row,
-            "W_v": W_v,
-            "W_c": p["dense_kernel"].clone(),
-            "w": p["head_kernel"].clone(),
-            "offset": offset,
-        }
-
-    @staticmethod
-    def tt_forward(tt: dict[str, torch.Tensor], X: torch.Tensor, cls_index: int = -1,
-                   augment_bias: bool = True) -> torch.Tensor:
-        """Evaluate the formula of :meth:`tt_correspondence` (a check that it is exact).
-
-        Returns logits ``(K, B, n_outputs)`` for inputs ``(K, B, T, d)``.
-        """
-        if augment_bias:
-            X = torch.cat([X, torch.ones_like(X[..., :1])], dim=-1)
-        x_cls = X[:, :, cls_index]
-        scores = torch.einsum("kbtd,khed,kbe->kbht", X, tt["W_QK"], x_cls)
-        a = torch.softmax(scores, dim=-1)
-        pre = torch.einsum("kbht,kbtd,khde->kbe", a, X, tt["W_v"])
-        hidden = torch.einsum("kbd,kde->kbe", torch.relu(pre), tt["W_c"])
-        return torch.einsum("kbd,kds->kbs", hidden, tt["w"]) + tt["offset"][:, None, :]
+        scale = 1.0 / math.sqrt(self.key_dim)
+        heads = []
+        for h in range(self.heads):
+            W_Q = params["query_kernel"][:, :, h, :].mT
+            W_K = params["key_kernel"][:, :, h, :].mT
+            heads.append(HeadView(
+                W_QK=scale * torch.einsum("kei,kej->kij", W_Q, W_K),
+                W_V=params["value_kernel"][:, :, h, :].mT, W_O=params["output_kernel"][:, h].mT,
+                W_Q=W_Q, W_K=W_K, score_scale=scale,
+                biases={"b_Q": params["query_bias"][:, h], "b_K": params["key_bias"][:, h],
+                        "b_V": params["value_bias"][:, h]},
+            ))
+        layer = LayerView(
+            tuple(heads), combine="heads summed with the shared output bias b_O, then ReLU, "
+            "then the dense map", activation="relu", mlp=(params["dense_kernel"].mT,),
+            biases={"b_O": params["output_bias"], "b_mlp0": params["dense_bias"]})
+        return ModelView("SparseMajorityMHA", (layer,), params["head_kernel"].mT,
+                         params["head_bias"], "cls", dict(params))

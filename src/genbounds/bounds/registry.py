@@ -1,0 +1,307 @@
+"""The bound interface of the book: what a bound returns, how it is registered, how it is found.
+
+Every bound of every chapter is one registered :class:`Bound`: a name, the paper and equation it
+implements, **what it bounds** (:class:`BoundKind`), whether it is the paper's printed statement or
+the book's audited (corrected) one, the quantities it needs (norms from
+:func:`genbounds.norms.norm_table` or a paper's adapter, and sizes such as ``n``, ``T``, ``d``),
+its constants as explicit arguments with the values the book uses, and ``evaluate(...)`` returning a
+:class:`BoundValue`.
+
+The comparison chapter is one loop::
+
+    for bound in registered():
+        value = bound.evaluate(quantities_of_one_model)
+
+A chapter adds its bounds by calling :func:`register` at import time of its module in
+:mod:`genbounds.bounds` (``bounds/__init__.py`` imports every paper module, so
+``python -m genbounds bounds`` lists them all).
+
+Conventions
+-----------
+Logarithms are natural. Rademacher complexities are *empirical* and *normalised*,
+``Rad_S(F) = E_sigma sup_{f in F} (1/n) sum_i sigma_i f(x_i)`` (no absolute value), as in
+Shalev-Shwartz & Ben-David (2014, Def. 26.1) and Bartlett et al. (2017, Lemma A.5).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from genbounds.validation import check_positive
+
+__all__ = [
+    "DUDLEY_C_BARTLETT_2017",
+    "Bound",
+    "BoundKind",
+    "BoundValue",
+    "Form",
+    "get",
+    "register",
+    "registered",
+]
+
+#: A valid value of Dudley's constant ``c`` in the form ``c (delta + int ...)``: Bartlett, Foster
+#: & Telgarsky (2017, Lemma A.5) prove ``Rad <= inf_a (4 a + 12 int_a^U sqrt(log N(eps)/n))``
+#: (covers in the empirical L2 norm, which sup-norm covers dominate), and
+#: ``4 a + 12 int <= 12 (a + int)``. Every bound takes ``c`` as an explicit argument; this is
+#: the value the book uses when it needs a number.
+DUDLEY_C_BARTLETT_2017: float = 12.0
+
+Form = Literal["printed", "audited"]
+
+
+class BoundKind(enum.Enum):
+    """What the number of a bound bounds. Values of different kinds are never compared."""
+
+    LOG_COVERING = "log covering number"
+    RADEMACHER = "Rademacher complexity"
+    GAP = "generalization gap"
+    EXCESS_RISK = "excess risk"
+    TRUE_LOSS = "true loss"
+    TRAINING_LOSS = "training loss"
+
+    @property
+    def is_risk(self) -> bool:
+        """True for kinds measured in units of the loss (can be compared with a measured gap)."""
+        return self in (BoundKind.GAP, BoundKind.EXCESS_RISK, BoundKind.TRUE_LOSS,
+                        BoundKind.TRAINING_LOSS)
+
+
+@dataclass(frozen=True)
+class BoundValue:
+    """One evaluated bound, with everything needed to recompute it by hand.
+
+    Attributes
+    ----------
+    value:
+        The number the bound asserts, of the kind ``kind``.
+    kind:
+        What ``value`` bounds (:class:`BoundKind`).
+    terms:
+        Named numeric pieces of ``value`` (e.g. the ``ln(2d)`` term and the covering term of a
+        Dudley integral, the ``delta`` used), in the order they are computed.
+    constants:
+        Every numeric constant used, including Dudley's ``c``, the softmax-Lipschitz constant and
+        hidden constants of ``O(.)`` statements that the book had to choose.
+    choices:
+        Every non-numeric choice, by name (``{"delta": "closed_form", "integral": "split",
+        "form": "audited"}``).
+    name, reference:
+        What was computed, and the paper's equation / theorem (``"Trauger & Tewari 2024,
+        Cor. 4.1.1"``).
+    assumptions:
+        Hypotheses under which the bound holds, in words, with the audit's corrections.
+    valid:
+        Whether ``value`` is a valid bound at these inputs under ``assumptions`` (False e.g. for a
+        printed closed form used outside the range where it is the minimiser).
+    regime:
+        Which case of the statement applied, in words (e.g. ``"closed-form delta* <= B_x"`` or
+        ``"delta* > B_x: trivial cap c B_x"``); empty when the statement has one case.
+    """
+
+    value: float
+    kind: BoundKind
+    terms: Mapping[str, float] = field(default_factory=dict)
+    constants: Mapping[str, float] = field(default_factory=dict)
+    choices: Mapping[str, str] = field(default_factory=dict)
+    name: str = ""
+    reference: str = ""
+    assumptions: tuple[str, ...] = ()
+    valid: bool = True
+    regime: str = ""
+
+    def __post_init__(self) -> None:
+        v = float(self.value)
+        if not math.isfinite(v):
+            raise ValueError(f"value must be finite, got {self.value!r}")
+        object.__setattr__(self, "value", v)
+        if not isinstance(self.kind, BoundKind):
+            raise ValueError(f"kind must be a BoundKind, got {self.kind!r}")
+        for label, mapping in (("terms", self.terms), ("constants", self.constants)):
+            if not isinstance(mapping, Mapping):
+                raise ValueError(f"{label} must be a mapping from names to numbers")
+            clean: dict[str, float] = {}
+            for key, val in mapping.items():
+                if not isinstance(key, str):
+                    raise ValueError(f"{label} keys must be strings, got {key!r}")
+                if isinstance(val, bool | str):
+                    raise ValueError(f"{label}[{key!r}] must be a number (use choices / valid / "
+                                     f"regime for flags), got {val!r}")
+                fv = float(val)
+                if math.isnan(fv):
+                    raise ValueError(f"{label}[{key!r}] is NaN")
+                clean[key] = fv
+            object.__setattr__(self, label, clean)
+        if not isinstance(self.choices, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.choices.items()):
+            raise ValueError("choices must map names to strings")
+        object.__setattr__(self, "choices", dict(self.choices))
+        if not isinstance(self.valid, bool):
+            raise ValueError(f"valid must be a bool, got {self.valid!r}")
+        object.__setattr__(self, "assumptions", tuple(str(a) for a in self.assumptions))
+
+    def is_vacuous(self, loss_range: float) -> bool:
+        """True when the bound says nothing for a loss with values in an interval of this length.
+
+        Only defined for bounds in units of the loss or of a loss class's Rademacher complexity
+        (a log covering number is never "vacuous"): a value ``>= loss_range`` is implied by the
+        range of the loss alone.
+        """
+        r = check_positive(loss_range, "loss_range")
+        if self.kind is BoundKind.LOG_COVERING:
+            raise ValueError("is_vacuous is undefined for a log covering number")
+        return self.value >= r
+
+    def rows(self) -> list[tuple[str, str, float | str]]:
+        """``(kind, name, number)`` rows: the value, every term, constant and choice."""
+        out: list[tuple[str, str, float | str]] = [("value", self.name or "value", self.value)]
+        out += [("term", k, v) for k, v in self.terms.items()]
+        out += [("constant", k, v) for k, v in self.constants.items()]
+        out += [("choice", k, v) for k, v in self.choices.items()]
+        return out
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A registered bound: one statement of one paper, in one form, as a function.
+
+    Attributes
+    ----------
+    key:
+        Unique dotted name, ``"<paper>.<statement>.<variant>.<form>"``
+        (e.g. ``"trauger_tewari.cor_4_1_1.l11.audited"``).
+    paper:
+        The BibTeX key of the paper in ``book/references.bib``.
+    statement:
+        Theorem / corollary / equation, as the paper numbers it (``"Cor. 4.1.1"``).
+    kind:
+        What it bounds.
+    form:
+        ``"printed"`` (the statement as the paper prints it) or ``"audited"`` (the book's
+        corrected statement; see the chapter's proof audit).
+    needs:
+        Names of the quantities ``evaluate`` reads: norms (keys of a norm table or of a paper's
+        adapter) and sizes (``"n"``, ``"T"``, ``"d"``, ...).
+    constants:
+        The explicit constants and their default values (what the book uses); override them per
+        call. Every constant of the statement that is not a norm or a size is here.
+    fn:
+        The implementation: ``fn(**needs, **constants, **fixed) -> BoundValue``.
+    fixed:
+        Arguments fixed by this registration (e.g. ``{"form": "audited"}``).
+    description:
+        One line for ``python -m genbounds bounds``.
+    """
+
+    key: str
+    paper: str
+    statement: str
+    kind: BoundKind
+    form: Form
+    needs: tuple[str, ...]
+    constants: Mapping[str, float]
+    fn: Callable[..., BoundValue]
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not self.key:
+            raise ValueError("key must be a non-empty string")
+        if self.form not in ("printed", "audited"):
+            raise ValueError(f"form must be 'printed' or 'audited', got {self.form!r}")
+        if not isinstance(self.kind, BoundKind):
+            raise ValueError(f"kind must be a BoundKind, got {self.kind!r}")
+        clash = set(self.needs) & (set(self.constants) | set(self.fixed))
+        if clash:
+            raise ValueError(f"needs and constants/fixed overlap: {sorted(clash)}")
+
+    def evaluate(self, quantities: Mapping[str, Any], **constants: Any) -> BoundValue:
+        """Evaluate at the given norms / sizes, with the default constants unless overridden.
+
+        Raises ``ValueError`` naming every missing quantity, or an unknown constant.
+        """
+        missing = [q for q in self.needs if q not in quantities]
+        if missing:
+            raise ValueError(f"quantities is missing {missing} needed by bound {self.key!r}")
+        unknown = set(constants) - set(self.constants)
+        if unknown:
+            raise ValueError(f"unknown constants {sorted(unknown)} for bound {self.key!r}; "
+                             f"it takes {sorted(self.constants)}")
+        args: dict[str, Any] = {q: _scalar(quantities[q], q) for q in self.needs}
+        args.update({**self.constants, **constants})
+        args.update(self.fixed)
+        out = self.fn(**args)
+        if out.kind is not self.kind:
+            raise RuntimeError(f"bound {self.key!r} is registered as {self.kind} but returned "
+                               f"{out.kind}")
+        return replace(out, choices={**out.choices, "form": self.form})
+
+
+def _scalar(value: Any, name: str) -> Any:
+    """Python scalars from 0-d numpy / torch values (sizes stay ints)."""
+    item = getattr(value, "item", None)
+    if item is not None and getattr(value, "ndim", 0) == 0:
+        return item()
+    if getattr(value, "ndim", 0) != 0:
+        raise ValueError(f"quantities[{name!r}] must be a scalar (one model), got shape "
+                         f"{getattr(value, 'shape', None)}")
+    return value
+
+
+_REGISTRY: dict[str, Bound] = {}
+
+
+def register(bound: Bound) -> Bound:
+    """Add ``bound`` to the registry (its key must be new); returns it."""
+    if not isinstance(bound, Bound):
+        raise ValueError(f"bound must be a Bound, got {type(bound).__name__}")
+    if bound.key in _REGISTRY and _REGISTRY[bound.key] is not bound:
+        raise ValueError(f"a bound with key {bound.key!r} is already registered")
+    _REGISTRY[bound.key] = bound
+    return bound
+
+
+def registered(*, paper: str | None = None, kind: BoundKind | None = None,
+               form: Form | None = None) -> list[Bound]:
+    """Every registered bound (all papers), optionally filtered, in registration order."""
+    import genbounds.bounds  # noqa: F401  (importing the package registers every paper)
+
+    out: Iterable[Bound] = _REGISTRY.values()
+    if paper is not None:
+        out = [b for b in out if b.paper == paper]
+    if kind is not None:
+        out = [b for b in out if b.kind is kind]
+    if form is not None:
+        out = [b for b in out if b.form == form]
+    return list(out)
+
+
+def get(key: str) -> Bound:
+    """The registered bound with this key (``ValueError`` listing close keys if absent)."""
+    import genbounds.bounds  # noqa: F401
+
+    if key not in _REGISTRY:
+        near = [k for k in _REGISTRY if key.split(".")[0] in k][:10]
+        raise ValueError(f"no bound {key!r} is registered; e.g. {near}")
+    return _REGISTRY[key]
+
+
+def dudley_annotations(
+    closed_form_valid: bool, delta: str | float, integral: str, upper: str
+) -> tuple[dict[str, str], str]:
+    """``(choices, regime)`` of a bound that minimises Dudley's integral over ``delta``.
+
+    ``choices`` records how ``delta`` was chosen (``"closed_form"``, ``"numeric"`` or
+    ``"given"``) and which integral form was used; ``regime`` says whether the stationary point
+    ``delta*`` lies in ``(0, upper]`` (the papers' closed form is then the minimiser) or beyond
+    it (the minimum is at ``delta = upper``: the trivial cap ``c * upper``).
+    """
+    rule = delta if isinstance(delta, str) else "given"
+    regime = (f"closed-form delta* <= {upper}: the stationary point is the minimiser"
+              if closed_form_valid else
+              f"delta* > {upper}: the minimum is at delta = {upper} (trivial cap c {upper})")
+    return {"delta": rule, "integral": integral}, regime

@@ -1,0 +1,94 @@
+"""The bound interface: BoundValue's typed fields, the registry, and Bound.evaluate."""
+
+from __future__ import annotations
+
+import pytest
+
+from genbounds.bounds import registry as rg
+from genbounds.bounds import trauger_tewari as tt
+from genbounds.bounds.registry import Bound, BoundKind, BoundValue
+
+
+def test_boundvalue_fields_rows_and_vacuity() -> None:
+    b = BoundValue(0.5, BoundKind.GAP, {"a": 0.25}, {"c": 12.0}, {"delta": "numeric"}, "x",
+                   "ref", ("h",))
+    assert b.value == 0.5 and b.terms == {"a": 0.25} and b.constants == {"c": 12.0}
+    assert b.rows() == [("value", "x", 0.5), ("term", "a", 0.25), ("constant", "c", 12.0),
+                        ("choice", "delta", "numeric")]
+    assert not b.is_vacuous(1.0) and b.is_vacuous(0.5)
+    assert b.valid and b.regime == ""
+    with pytest.raises(ValueError, match="loss_range"):
+        b.is_vacuous(0.0)
+    with pytest.raises(ValueError, match="log covering"):
+        BoundValue(3.0, BoundKind.LOG_COVERING).is_vacuous(1.0)
+    with pytest.raises(ValueError, match="value"):
+        BoundValue(float("nan"), BoundKind.GAP)
+    with pytest.raises(ValueError, match="terms"):
+        BoundValue(1.0, BoundKind.GAP, {"a": float("nan")})
+    with pytest.raises(ValueError, match="kind"):
+        BoundValue(1.0, "gap")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="flags"):
+        BoundValue(1.0, BoundKind.GAP, {"closed_form_valid": True})
+    with pytest.raises(ValueError, match="valid"):
+        BoundValue(1.0, BoundKind.GAP, valid=1)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        b.value = 2.0  # type: ignore[misc]
+
+
+def test_registry_lists_every_trauger_tewari_bound_in_both_forms() -> None:
+    keys = {b.key for b in rg.registered(paper="trauger2024sequence")}
+    for stmt in ("lemma_3_3", "lemma_3_6", "thm_4_1", "cor_4_1_1", "cor_d_0_1", "cor_d_0_2",
+                 "thm_4_2", "cor_4_2_1", "gap_cor_4_1_1"):
+        assert {f"trauger_tewari.{stmt}.printed", f"trauger_tewari.{stmt}.audited"} <= keys
+    assert "trauger_tewari.lemma_3_4.audited" in keys
+    assert rg.registered(paper="edelman2022inductive")
+    gaps = rg.registered(kind=BoundKind.GAP)
+    assert gaps and all(b.kind is BoundKind.GAP for b in gaps)
+    assert all(b.form == "printed" for b in rg.registered(form="printed"))
+
+
+def test_evaluate_equals_the_direct_call_and_checks_its_inputs() -> None:
+    q = {"m": 300, "d": 65, "B_w": 1.0, "B_Wc": 5.0, "B_Wv": 3.0, "B_x": 6.0, "B_QK": 4.0}
+    bound = rg.get("trauger_tewari.cor_4_1_1.audited")
+    direct = tt.rademacher_one_layer_l11(300, 65, B_w=1.0, B_Wc=5.0, B_Wv=3.0, L_sigma=1.0,
+                                         B_x=6.0, B_QK=4.0, c=12.0)
+    got = bound.evaluate(q)
+    assert got.value == direct.value and got.kind is BoundKind.RADEMACHER
+    assert got.choices["form"] == "audited" and got.regime == direct.regime
+    assert bound.evaluate(q, c=6.0).value == pytest.approx(direct.value / 2)
+    with pytest.raises(ValueError, match="missing"):
+        bound.evaluate({k: v for k, v in q.items() if k != "B_QK"})
+    with pytest.raises(ValueError, match="unknown constants"):
+        bound.evaluate(q, gamma=1.0)
+    with pytest.raises(ValueError, match="no bound"):
+        rg.get("trauger_tewari.nonexistent")
+
+
+def test_register_rejects_duplicates_and_bad_declarations() -> None:
+    b = rg.get("trauger_tewari.cor_4_1_1.audited")
+    with pytest.raises(ValueError, match="already registered"):
+        rg.register(Bound(b.key, b.paper, b.statement, b.kind, b.form, b.needs, b.constants,
+                          b.fn))
+    with pytest.raises(ValueError, match="overlap"):
+        Bound("x.y", "p", "s", BoundKind.GAP, "audited", ("c",), {"c": 1.0}, b.fn)
+    with pytest.raises(ValueError, match="form"):
+        Bound("x.y", "p", "s", BoundKind.GAP, "corrected", (), {}, b.fn)  # type: ignore[arg-type]
+
+
+def test_a_wrong_kind_is_caught_at_evaluation() -> None:
+    b = rg.get("trauger_tewari.cor_4_1_1.audited")
+    liar = Bound("test.liar.audited", "p", "s", BoundKind.GAP, "audited", b.needs, b.constants,
+                 b.fn)
+    q = {"m": 300, "d": 65, "B_w": 1.0, "B_Wc": 5.0, "B_Wv": 3.0, "B_x": 6.0, "B_QK": 4.0}
+    with pytest.raises(RuntimeError, match="registered as"):
+        liar.evaluate(q)
+
+
+def test_printed_forms_report_when_they_are_not_bounds() -> None:
+    # Thm 4.1 printed expression outside its range: flagged invalid (it can even be negative)
+    p = tt.rademacher_one_layer(300, 64, C=1e6, B_x=1.0, c=12.0, B_w=1.0, B_Wc=1.0, B_Wv=1.0,
+                                L_sigma=1.0, form="printed")
+    assert not p.valid and "not a valid bound" in p.regime
+    ok = tt.rademacher_one_layer(10**8, 2, C=0.01, B_x=1.0, c=12.0, B_w=1.0, B_Wc=1.0,
+                                 B_Wv=1.0, L_sigma=1.0, form="printed")
+    assert ok.valid
