@@ -255,7 +255,10 @@ def test_dudley_weight_is_the_integral_weight(A: float, a0: float, n: int, U: fl
 def test_dudley_weight_one_is_bitwise_the_bounds_common_solver() -> None:
     # the copy in genbounds.bounds.common is to be replaced by this one; while it exists, the
     # two must give identical numbers (no result of the Trauger-Tewari chapter may change)
-    common = importlib.import_module("genbounds.bounds.common")
+    try:
+        common = importlib.import_module("genbounds.bounds.common")
+    except ModuleNotFoundError:
+        pytest.skip("genbounds.bounds.common has been removed; complexity's solver is the one")
     if getattr(common, "dudley_inverse_square", None) is cx.dudley_inverse_square:
         pytest.skip("bounds.common already uses genbounds.complexity's solver")
     cases = [(4.0, 3.0, 500, 1.0), (0.5, 0.0, 100, 2.0), (100.0, 5.0, 300, 1.0),
