@@ -248,6 +248,16 @@ class SparseMajorityData:
         check_float_dtype(dtype)
         return TokenTable(*(torch.tensor(a, dtype=dtype, device=device) for a in (bit, cls, pos)))
 
+    def possible_tokens(self) -> np.ndarray:
+        """``(2, T + 1, d)`` float64: row ``t`` of table ``v`` is the token at position ``t``
+        with bit ``v`` (row ``T``: the [CLS] token, the same in both tables). Every input row
+        of this data set is one of these rows (norm bounds ``B_x`` are maxima over them)."""
+        T = self.T
+        tab = np.empty((2, T + 1, self.d))
+        tab[:, :T] = self.embeddings[:2, None, :] + self.positional[None, :T]
+        tab[:, T] = self.embeddings[2] + self.positional[T]
+        return tab
+
     def tokens(
         self,
         bits: np.ndarray | torch.Tensor,

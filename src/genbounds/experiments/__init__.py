@@ -1,10 +1,35 @@
-"""One module per study of the book; each has a frozen config dataclass and ``run(config)``.
+"""One module per study of the book, each registered as an :class:`Experiment`.
 
-- :mod:`genbounds.experiments.sparse_majority`: Trauger & Tewari's (2024) sparse-majority
-  sweep over sequence lengths, with the authors' protocol (``SparseMajorityConfig.paper()``)
-  and a CPU-sized version (``SparseMajorityConfig.quick()``).
+- :mod:`genbounds.experiments.registry`         the interface (:class:`Experiment`, units,
+  :func:`reproduce`, :func:`load_or_run`) and the registry
+- :mod:`genbounds.experiments.sparse_majority`  Trauger & Tewari's (2024) sparse-majority sweep
+  over sequence lengths, with the authors' protocol (``paper``) and a CPU-sized version
+
+Importing this package registers every study; ``python -m genbounds experiments`` lists them.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from genbounds.experiments import sparse_majority
+from genbounds.experiments.registry import (
+    Estimate,
+    Experiment,
+    concatenate,
+    get_experiment,
+    load_or_run,
+    register_experiment,
+    registered_experiments,
+    reproduce,
+)
+
+__all__ = [
+    "Estimate",
+    "Experiment",
+    "concatenate",
+    "get_experiment",
+    "load_or_run",
+    "register_experiment",
+    "registered_experiments",
+    "reproduce",
+    "sparse_majority",
+]

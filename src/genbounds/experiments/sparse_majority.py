@@ -35,44 +35,29 @@ ordered by ``T`` then run), all at the kept weights:
   like the authors' ``model.evaluate`` after ``load_weights``), ``best_epoch``,
   ``stopped_epoch`` (0-based), ``epochs_trained``, ``reached_perfect_train`` (the run stopped
   because its training accuracy reached 1.0; False when ``max_epochs`` ran out first);
-* Trauger–Tewari norms of the weights rewritten as TT heads
-  (:meth:`genbounds.models.SparseMajorityMHA.tt_correspondence` with bias-absorbing augmented
-  tokens ``(x, 1)``; read its docstring for what the rewriting does and does not cover). With
-  ``||.||_{q,p}`` the column-then-across-columns mixed norm of TT
-  (:func:`genbounds.spectral.mixed_norm`), ``op`` the spectral norm ``||.||_{2->2}`` and
-  ``fro`` the Frobenius norm:
-
-  - ``W_QK_h{h}_{l11,l1inf,l21T,op,fro}`` for head ``h``, of the matrix ``M_h = W_QK,h^T``
-    where ``W_QK,h = W^Q_h (W^K_h)^T / sqrt(key_dim)`` (augmented, ``(d+1) x (d+1)``, row
-    convention of TT Section 2.6): ``M_h`` is the covered map ``x_[CLS] -> M_h x_[CLS]`` whose
-    output is dotted with every token (scores ``X M_h x_[CLS]``, the orientation of TT
-    Appendix C and of :mod:`genbounds.bounds.trauger_tewari`). ``l11 = ||M_h||_{1,1}``
-    (Cor. 4.1.1), ``l1inf = ||M_h||_{1,inf}`` (Cor. D.0.1), ``l21T = ||M_h^T||_{2,1}``
-    (Cor. D.0.2 and the Edelman et al. bound), ``op`` (Thm 4.2), ``fro``;
-  - ``W_v_h{h}_{l11,l21,l1inf,op,fro}`` of ``W_v,h^T`` (``W_v,h = W^V_h W^O_h``, ``(d+1) x
-    d``; transposed because TT state the conditions for the map ``x -> W_v^T x``, e.g.
-    ``||W_v^T||_{1,inf} <= B_{W_v}``);
-  - ``W_c_{l11,l21,l1inf,op,fro}`` of ``W_c^T`` (``W_c`` = the Dense kernel, shared by the
-    heads);
-  - ``w_l1``, ``w_l2``: the largest l1 / l2 norm of the two readout columns ``w_s``;
-  - ``offset_abs``: the largest ``|o_s|`` of the constant output offset ``o_s = (b^D)^T w_s
-    + b^L_s`` that no TT head can absorb;
-  - ``B_x_l1``, ``B_x_l2``: the largest l1 / l2 norm of a token row (all ``T + 1`` rows, train
-    and validation inputs: the tokens are ``e_b + P_t`` so these are maxima over the finitely
-    many possible rows), and ``B_x_aug_l1 = B_x_l1 + 1``, ``B_x_aug_l2 = sqrt(B_x_l2^2 + 1)``
-    for the augmented tokens the matrices above act on;
+* the norm table of the kept weights (:func:`genbounds.norms.norm_table` of the model's
+  :class:`~genbounds.models.view.ModelView` with its initial weights): every norm of every
+  matrix (``"layer0.head0.W_QK.spectral"``, ...), whole-model columns (``"model.l1"``, the
+  quantity of the paper's Figure 1: sum over all trainable tensors, biases included, of the
+  entrywise l1 norm; ``"model.dist_l2"``, ...), and under the prefix ``"tt."`` the
+  Trauger–Tewari norms of the weights rewritten as TT heads
+  (:func:`genbounds.bounds.trauger_tewari_notation.tt_norms`; bias-absorbing augmented tokens
+  ``(x, 1)``; read :func:`~genbounds.bounds.trauger_tewari_notation.tt_correspondence` for
+  what the rewriting does and does not cover): ``tt.W_QK_h{h}_{l11,l1inf,l21T,op,fro}``,
+  ``tt.W_v_h{h}_{l11,l21,l1inf,op,fro}``, ``tt.W_c_{...}``, ``tt.w_l1``, ``tt.w_l2``,
+  ``tt.offset_abs``;
+* ``B_x_l1``, ``B_x_l2``: the largest l1 / l2 norm of a token row (all ``T + 1`` rows: the
+  tokens are ``e_b + P_t``, so these are maxima over the finitely many possible rows), and
+  ``B_x_aug_l1 = B_x_l1 + 1``, ``B_x_aug_l2 = sqrt(B_x_l2^2 + 1)`` for the augmented tokens;
 * ``tt_W_QK`` ``(runs, heads, d+1, d+1)``, ``tt_W_v`` ``(runs, heads, d+1, d)``, ``tt_W_c``
   ``(runs, d, d)``, ``tt_w`` ``(runs, d, 2)``, ``tt_offset`` ``(runs, 2)``: the kept weights
-  rewritten as TT heads (float32; see ``tt_correspondence``), so that a chapter can compute any
-  norm a bound needs, in the orientation its audit requires;
+  rewritten as TT heads (float32), so that a chapter can compute any norm a bound needs;
 * ``group_wall_time_s``: wall-clock seconds of the ensemble (all runs of that ``T``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -80,15 +65,16 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from genbounds.bounds.trauger_tewari_notation import tt_correspondence, tt_norms
 from genbounds.data import SparseMajorityBatch, make_sparse_majority_batch
+from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models import SparseMajorityMHA
-from genbounds.results import OnCodeChange, ResultStore, StoredResult, run_sweep
-from genbounds.spectral import entrywise_l1, frobenius_norm, mixed_norm, operator_norm
+from genbounds.norms import norm_table
 from genbounds.train import TrainConfig, TrainResult, resolve_device, train_ensemble
 
 __all__ = [
-    "SparseMajorityConfig", "main", "run", "run_seeds", "run_stored", "sweep_configs",
-    "train_config", "train_group", "tt_norms",
+    "EXPERIMENT", "SparseMajorityConfig", "run", "run_seeds", "sweep_configs", "train_config",
+    "train_group",
 ]
 
 
@@ -233,57 +219,11 @@ def run_seeds(config: SparseMajorityConfig, T: int, run: int) -> tuple[int, int,
     return int(state[0]), int(state[1]), int(state[2])
 
 
-def _token_tables(datasets: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``(K, 2, T + 1, d)``: row ``t`` of table ``v`` is the token at position ``t`` with bit
-    ``v`` (row ``T``: [CLS]); summed in float64 and rounded once, like ``data.tokens``."""
-    tables = []
-    for ds in datasets:
-        T = ds.T
-        tab = np.empty((2, T + 1, ds.d))
-        tab[:, :T] = ds.embeddings[:2, None, :] + ds.positional[None, :T]
-        tab[:, T] = ds.embeddings[2] + ds.positional[T]
-        tables.append(tab)
-    return torch.tensor(np.stack(tables), dtype=dtype, device=device)
-
-
-def tt_norms(model: SparseMajorityMHA) -> dict[str, np.ndarray]:
-    """Trauger–Tewari norms of every model of ``model`` (arrays of shape ``(K,)``).
-
-    Keys as listed in the module docstring (without the ``B_x`` entries); computed in float64
-    with :mod:`genbounds.spectral` from :meth:`SparseMajorityMHA.tt_correspondence`
-    ``(augment_bias=True)``.
-    """
-    tt = {k: v.detach().cpu().to(torch.float64) for k, v in
-          model.tt_correspondence(augment_bias=True).items()}
-    out: dict[str, np.ndarray] = {}
-
-    def matrix_norms(prefix: str, W: torch.Tensor, qk: bool) -> None:
-        W_np = W.numpy()
-        out[f"{prefix}_l11"] = np.asarray(mixed_norm(W_np, 1, 1))
-        out[f"{prefix}_l1inf"] = np.asarray(mixed_norm(W_np, 1, math.inf))
-        if qk:
-            out[f"{prefix}_l21T"] = np.asarray(mixed_norm(np.swapaxes(W_np, -1, -2), 2, 1))
-        else:
-            out[f"{prefix}_l21"] = np.asarray(mixed_norm(W_np, 2, 1))
-        out[f"{prefix}_op"] = np.asarray(operator_norm(W_np))
-        out[f"{prefix}_fro"] = np.asarray(frobenius_norm(W_np))
-
-    for h in range(model.heads):
-        # M_h = W_QK,h^T: the covered map x_cls -> M_h x_cls (TT Appendix C orientation)
-        matrix_norms(f"W_QK_h{h}", tt["W_QK"][:, h].transpose(-1, -2), qk=True)
-        matrix_norms(f"W_v_h{h}", tt["W_v"][:, h].transpose(-1, -2), qk=False)
-    matrix_norms("W_c", tt["W_c"].transpose(-1, -2), qk=False)
-    w = tt["w"]  # (K, d, n_outputs)
-    out["w_l1"] = w.abs().sum(dim=1).amax(dim=-1).numpy()
-    out["w_l2"] = torch.linalg.vector_norm(w, dim=1).amax(dim=-1).numpy()
-    out["offset_abs"] = tt["offset"].abs().amax(dim=-1).numpy()
-    return out
-
-
-def _token_norm_bounds(tables: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    t = tables.detach().cpu().to(torch.float64)  # (K, 2, T+1, d): every possible token row
-    l1 = t.abs().sum(dim=-1).flatten(1).amax(dim=1).numpy()
-    l2 = torch.linalg.vector_norm(t, dim=-1).flatten(1).amax(dim=1).numpy()
+def _token_norm_bounds(batch: SparseMajorityBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Largest l1 and l2 norm of any token row of each run's data (float64)."""
+    rows = [torch.as_tensor(ds.possible_tokens()) for ds in batch.datasets]
+    l1 = np.array([float(r.abs().sum(dim=-1).max()) for r in rows])
+    l2 = np.array([float(torch.linalg.vector_norm(r, dim=-1).max()) for r in rows])
     return l1, l2
 
 
@@ -345,7 +285,6 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
         t0 = time.perf_counter()
         res, model, batch = train_group(config, T, progress=progress)
         seeds = [run_seeds(config, T, r) for r in range(K)]
-        tables = _token_tables(batch.datasets, torch.float64, torch.device("cpu"))
         wall = time.perf_counter() - t0
         # the model now holds the kept (lowest validation loss) weights
         add("T", np.full(K, T, dtype=np.int64))
@@ -353,21 +292,19 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
         add("data_seed", np.array([s[0] for s in seeds], dtype=np.int64))
         add("model_seed", np.array([s[1] for s in seeds], dtype=np.int64))
         add("shuffle_seed", np.array([s[2] for s in seeds], dtype=np.int64))
-        add("l1_norm", np.array([
-            entrywise_l1(list(model.state_for_model(k).values())) for k in range(K)
-        ]))
         for key in ("train_loss", "train_accuracy", "val_loss", "val_accuracy"):
             add(key, res.metrics[key])
         add("best_epoch", res.best_epoch)
         add("stopped_epoch", res.stopped_epoch)
         add("epochs_trained", res.stopped_epoch + 1)
         add("reached_perfect_train", res.reached_train_accuracy)
-        for key, val in tt_norms(model).items():
+        view = model.view(initial_state=res.initial_state)
+        for key, val in norm_table(view, extra={"tt": tt_norms(view)}).items():
             add(key, val)
         # the kept weights rewritten as TT heads (float32), so that any norm can be computed later
-        for key, mat in model.tt_correspondence(augment_bias=True).items():
+        for key, mat in tt_correspondence(view, augment_bias=True).items():
             add(f"tt_{key}", mat.detach().cpu().to(torch.float32).numpy())
-        l1, l2 = _token_norm_bounds(tables)
+        l1, l2 = _token_norm_bounds(batch)
         add("B_x_l1", l1)
         add("B_x_l2", l2)
         add("B_x_aug_l1", l1 + 1.0)
@@ -387,48 +324,20 @@ def sweep_configs(config: SparseMajorityConfig) -> list[SparseMajorityConfig]:
     return [dataclasses.replace(config, T_values=(int(T),)) for T in config.T_values]
 
 
-def run_stored(
-    config: SparseMajorityConfig,
-    store: ResultStore | None = None,
-    *,
-    on_code_change: OnCodeChange = "recompute",
-    progress: bool = False,
-) -> tuple[dict[str, np.ndarray], list[StoredResult]]:
-    """Run (or load) the sweep length by length through the results store.
-
-    Each length is stored as soon as its ensemble finishes, so an interrupted paper-scale sweep
-    (hours) resumes at the first missing length. Returns the concatenated per-run arrays (as
-    :func:`run` returns them) and the stored parts, which carry the provenance.
-    """
-    store = ResultStore() if store is None else store
-    parts = run_sweep(
-        store, sweep_configs(config), functools.partial(run, progress=progress),
-        device=config.device, on_code_change=on_code_change, progress=progress,
-    )
-    keys = list(parts[0].arrays)
-    arrays = {k: np.concatenate([p.arrays[k] for p in parts]) for k in keys}
-    return arrays, parts
+def _run_unit(unit: SparseMajorityConfig, progress: bool) -> dict[str, np.ndarray]:
+    return run(unit, progress=progress)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m genbounds.experiments.sparse_majority [--scale paper]``: fill the store."""
-    import argparse
-
-    from genbounds.results import summarize_provenance
-    from genbounds.scale import get_scale
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", choices=("quick", "paper"), default=None,
-                        help="defaults to $GENBOUNDS_SCALE (quick if unset)")
-    parser.add_argument("--results-dir", default=None, help="defaults to the book's results/")
-    args = parser.parse_args(argv)
-    scale = args.scale or get_scale()
-    config = SparseMajorityConfig.paper() if scale == "paper" else SparseMajorityConfig.quick()
-    store = ResultStore(args.results_dir, namespace=scale)
-    _, parts = run_stored(config, store, on_code_change="warn", progress=True)
-    print(summarize_provenance(parts))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+#: The registered study (``python -m genbounds reproduce --only sparse_majority``).
+EXPERIMENT = register_experiment(Experiment(
+    name="sparse_majority",
+    chapter="notebooks/02_trauger_tewari.md",
+    description="Trauger & Tewari (2024) Sec. 6: norms, gaps and accuracy against T",
+    config=lambda scale: (SparseMajorityConfig.paper() if scale == "paper"
+                          else SparseMajorityConfig.quick()),
+    units=sweep_configs,
+    run_unit=_run_unit,
+    code=("genbounds.data.sparse_majority", "genbounds.models", "genbounds.train",
+          "genbounds.norms", "genbounds.spectral", "genbounds.bounds.trauger_tewari_notation",
+          "genbounds.experiments.sparse_majority"),
+))
