@@ -505,3 +505,143 @@ def test_softmax_bad_inputs() -> None:
         cx.adversarial_softmax_search(1)
     with pytest.raises(ValueError, match="denominator must be"):
         cx.adversarial_softmax_search(3, denominator="l2")  # type: ignore[arg-type]
+
+
+# ============================================================================ concentration
+def test_hoeffding_tail_against_exact_binomial() -> None:
+    from scipy import stats
+
+    for n in (10, 50, 200):
+        for t in (0.05, 0.1, 0.2, 0.3):
+            exact = float(stats.binom.sf(math.ceil(n * (0.5 + t)) - 1, n, 0.5))
+            assert exact <= cx.hoeffding_tail(n, t)
+    # the exponent 2 cannot be raised to 4 (the bound would fail)
+    n, t = 100, 0.1
+    exact = float(stats.binom.sf(math.ceil(n * (0.5 + t)) - 1, n, 0.5))
+    assert exact > math.exp(-4 * n * t * t)
+    assert cx.hoeffding_tail(4, 0.01, two_sided=True) == 1.0  # capped
+    assert cx.hoeffding_tail(10, 0.5, width=2.0) == pytest.approx(math.exp(-2 * 10 * 0.25 / 4))
+    with pytest.raises(ValueError, match="t must"):
+        cx.hoeffding_tail(10, 0.0)
+    with pytest.raises(ValueError, match="width must"):
+        cx.hoeffding_tail(10, 0.1, width=-1.0)
+
+
+def test_mcdiarmid_deviation_matches_uniform_deviation_term() -> None:
+    n, delta = 200, 0.05
+    t = cx.mcdiarmid_deviation(np.full(n, 1.0 / n), delta)
+    assert t == pytest.approx(math.sqrt(math.log(1 / delta) / (2 * n)), rel=1e-12)
+    assert cx.uniform_deviation_bound(0.0, n, delta) == pytest.approx(t, rel=1e-12)
+    with pytest.raises(ValueError, match="differences"):
+        cx.mcdiarmid_deviation(np.array([0.1, -0.1]), 0.1)
+    with pytest.raises(ValueError, match="delta"):
+        cx.mcdiarmid_deviation(np.array([0.1]), 1.0)
+
+
+# ============================================================================ offset
+@pytest.mark.parametrize(("n", "d"), [(8, 3), (40, 5), (12, 12), (5, 9)])
+def test_offset_linear_exact_against_enumeration_and_mc(n: int, d: int) -> None:
+    rng = np.random.default_rng(n * d)
+    X = rng.standard_normal((n, d))
+    kappa = 0.7
+    exact = cx.offset_rademacher_linear_exact(X, kappa)
+    assert exact == pytest.approx(min(n, d) / (4 * kappa * n))
+    if n <= 12:
+        enum = cx.empirical_rademacher_exact(cx.offset_linear_sup(X, kappa), n)
+        assert enum == pytest.approx(exact, rel=1e-10)
+    est = cx.offset_rademacher_linear(X, kappa, n_draws=4000, seed=1)
+    assert abs(est.mean - exact) < 4 * est.stderr + 1e-12
+
+
+def test_offset_linear_sup_is_the_maximum() -> None:
+    # the closed-form supremum beats every candidate w and is attained at w solving X w = P xi/2k
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((10, 3))
+    kappa = 0.5
+    xi = np.sign(rng.standard_normal((1, 10)))
+    val = float(cx.offset_linear_sup(X, kappa)(xi)[0])
+    W = rng.standard_normal((5000, 3))
+    obj = (xi @ X @ W.T)[0] - kappa * ((X @ W.T) ** 2).sum(axis=0)
+    assert obj.max() <= val + 1e-9
+    w_star = np.linalg.lstsq(X, xi[0] / (2 * kappa), rcond=None)[0]
+    at_star = float(xi[0] @ X @ w_star - kappa * ((X @ w_star) ** 2).sum())
+    assert at_star == pytest.approx(val, rel=1e-10)
+
+
+def test_offset_finite_class_bound_holds_and_is_order_one_over_n() -> None:
+    rng = np.random.default_rng(4)
+    kappa = 1.0
+    for n in (6, 10, 14):
+        for _ in range(20):
+            P = rng.uniform(-1, 1, size=(int(rng.integers(2, 30)), n))
+            exact = cx.empirical_rademacher_exact(cx.offset_finite_class_sup(P, kappa), n)
+            assert exact <= cx.offset_finite_class_bound(P.shape[0], kappa, n) + 1e-12
+    # dropping the offset (kappa -> 0) the class's complexity is the ordinary one, which for
+    # 2^n sign patterns is 1 and exceeds the offset bound log(2^n)/(2 kappa n) = log(2)/2
+    n = 10
+    codes = np.arange(2**n)[:, None] >> np.arange(n)[None, :] & 1
+    P = codes * 2.0 - 1.0
+    ordinary = cx.empirical_rademacher_exact(cx.finite_class_sup(P), n)
+    assert ordinary == pytest.approx(1.0)
+    assert ordinary > cx.offset_finite_class_bound(2**n, kappa, n)
+    with pytest.raises(ValueError, match="kappa"):
+        cx.offset_finite_class_bound(3, 0.0, 10)
+    with pytest.raises(ValueError, match="n_hypotheses"):
+        cx.offset_finite_class_bound(0, 1.0, 10)
+
+
+# ============================================================================ VC
+def test_growth_of_thresholds_and_intervals_meets_sauer_shelah() -> None:
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 5, 20):
+        x = np.sort(rng.uniform(size=n))
+        cuts = np.concatenate([[-1.0], (x[:-1] + x[1:]) / 2, [2.0]])
+        thresholds = (x[None, :] > cuts[:, None]).astype(float)
+        assert cx.distinct_labelings(thresholds) == n + 1 == cx.sauer_shelah_bound(n, 1)
+        intervals = np.array([(x > a) & (x < b) for a in cuts for b in cuts]).astype(float)
+        assert cx.distinct_labelings(intervals) == cx.sauer_shelah_bound(n, 2)
+    assert cx.sauer_shelah_bound(3, 5) == 8 and cx.sauer_shelah_bound(0, 0) == 1
+    assert cx.sauer_shelah_bound(10, 2) == 1 + 10 + 45
+    with pytest.raises(ValueError, match="vc_dim"):
+        cx.sauer_shelah_bound(3, -1)
+
+
+# ============================================================================ PAC-Bayes
+def test_binary_kl_and_inverse() -> None:
+    assert cx.binary_kl(0.3, 0.3) == 0.0
+    assert cx.binary_kl(0.0, 0.5) == pytest.approx(math.log(2))
+    assert cx.binary_kl(0.2, 0.0) == math.inf
+    for q in (0.0, 0.05, 0.3, 0.9):
+        for b in (0.0, 0.01, 0.2, 1.0):
+            p = cx.kl_inverse_upper(q, b)
+            assert p >= q
+            assert cx.binary_kl(q, p) <= b + 1e-12
+            if 0.0 < b and p < 1.0:
+                assert cx.binary_kl(q, min(1.0, p + 1e-9)) > b
+            if b == 0.0:
+                assert p == q
+            # Pinsker: kl(q||p) >= 2 (p - q)^2, so the kl bound is never above McAllester's
+            assert p <= q + math.sqrt(b / 2) + 1e-12
+    assert cx.kl_inverse_upper(1.0, 0.1) == 1.0
+
+
+def test_pac_bayes_bounds_order_and_inputs() -> None:
+    kl_b = cx.pac_bayes_kl_bound(0.1, 2.0, 500, 0.05)
+    mc_b = cx.pac_bayes_mcallester_bound(0.1, 2.0, 500, 0.05)
+    assert 0.1 < kl_b <= mc_b
+    budget = (2.0 + math.log(2 * math.sqrt(500) / 0.05)) / 500
+    assert cx.binary_kl(0.1, kl_b) == pytest.approx(budget, rel=1e-9)
+    with pytest.raises(ValueError, match="n must"):
+        cx.pac_bayes_kl_bound(0.1, 1.0, 7, 0.05)
+    with pytest.raises(ValueError, match="empirical_risk"):
+        cx.pac_bayes_kl_bound(1.5, 1.0, 100, 0.05)
+    with pytest.raises(ValueError, match="kl_divergence"):
+        cx.pac_bayes_mcallester_bound(0.1, -1.0, 100, 0.05)
+
+
+def test_parametric_gamma_constant_is_1_416() -> None:
+    # docstring: 3 Gamma(3/2, log 3) ~ 1.416 (U = r, so R = 3r)
+    val = cx.dudley_parametric_bound(1, 1.0, 1, 1.0)
+    assert val == pytest.approx(1.4157348841, rel=1e-9)
+    quad, _ = integrate.quad(lambda e: math.sqrt(math.log(3 / e)), 0, 1)
+    assert val == pytest.approx(quad, rel=1e-8)
