@@ -14,14 +14,19 @@ Mohri et al. (2018) and Shalev-Shwartz & Ben-David (2014)). Estimators here draw
 
 Covering numbers: ``N(eps)`` is the smallest number of closed ``eps``-balls (in the stated
 norm, centres anywhere) whose union contains the set. Dudley's entropy integral is used in
-the "refined" form the papers quote (Trauger & Tewari 2024, eq. before Lemma 3.1; the shallow-
-encoder paper, Lemma 1)::
+the truncated ("refined") form the papers quote (Trauger & Tewari 2024, eq. before Lemma 3.1;
+the shallow-encoder paper, Section 3.3)::
 
     Rad <= c * inf_{delta >= 0} ( delta + w * int_delta^U sqrt(log N(eps) / n) d eps )
 
 with the constants ``c`` and ``w`` (``w = 1`` in those papers; ``4 delta + 12 int`` is
 ``c = 4, w = 3``) passed explicitly and ``U`` an upper limit beyond which ``log N = 0`` (the
-radius of the class).
+radius of the class). Dudley (1967) integrates from 0; the form with a cut-off ``delta``
+(chaining stopped at scale ``delta``, the rest paid for directly) is stated with explicit
+constants by Srebro, Sridharan & Tewari (2010, Lemma A.3: ``4 delta + 10 int``, empirical L2
+covers) and Bartlett, Foster & Telgarsky (2017, Lemma A.5: ``4 delta + 12 int``, classes with
+values in ``[0, 1]``). In the book's text the cut-off is written ``alpha`` (``delta`` is a
+confidence level there); the code keeps the argument name ``delta``.
 """
 
 from __future__ import annotations
