@@ -1,0 +1,97 @@
+"""Sphinx extension (loaded from ``_config.yml``) that publishes every chapter as notebooks.
+
+- Every chapter that is a notebook gets the executed notebook (with outputs, as MyST-NB ran it
+  during the build) in its download menu, as ``_sources/<docname>.ipynb``.
+- After the build, ``colab/<docname>.ipynb`` is written next to the site for each such chapter
+  (see ``tools/colab.py``): no outputs, and a first cell that installs ``genbounds``.
+- When the build runs in GitHub Actions (``GITHUB_REPOSITORY`` is set), each chapter page gets an
+  "Open in Colab" link to that notebook on the Pages branch, and the header gets the repository
+  button. A build without it (a laptop) has no repository links at all.
+- ``.nojekyll`` is written so that GitHub Pages serves ``_static/`` and ``_sources/`` as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import colab  # tools/colab.py: _config.yml puts tools/ on sys.path for local extensions
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+PAGES_BRANCH = "gh-pages"
+
+
+def _repository(config: Config) -> str:
+    return str(config.publish_repository or "").strip()
+
+
+def _repository_options(app: Sphinx, config: Config) -> None:
+    repo = _repository(config)
+    if not repo:
+        return
+    server = os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+    opts = dict(config.html_theme_options or {})
+    opts["repository_url"] = f"{server}/{repo}"
+    opts["repository_branch"] = os.environ.get("GITHUB_REF_NAME", "") or "main"
+    opts["use_repository_button"] = True
+    config.html_theme_options = opts
+
+
+def _executed_notebook(app: Sphinx, pagename: str) -> Path:
+    return Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+
+
+def _notebook_buttons(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    executed = _executed_notebook(app, pagename)
+    if not executed.exists():
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(executed, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+    repo = _repository(app.config)
+    if repo and "header_buttons" in context:
+        context["header_buttons"].append(
+            {
+                "type": "group",
+                "tooltip": "Run this chapter",
+                "icon": "fas fa-rocket",
+                "label": "launch-buttons",
+                "buttons": [
+                    {
+                        "type": "link",
+                        "text": "Open in Colab",
+                        "tooltip": "Open this chapter as a notebook in Google Colab",
+                        "icon": "_static/images/logo_colab.png",
+                        "url": colab.colab_url(repo, pagename, PAGES_BRANCH),
+                        "label": "colab-button",
+                    }
+                ],
+            }
+        )
+
+
+def _write_colab_notebooks(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    source = colab.repository_source() if _repository(app.config) else None
+    colab.write_colab_notebooks(Path(app.srcdir), outdir, source)
+    (outdir / ".nojekyll").touch()
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value(
+        "publish_repository", os.environ.get("GITHUB_REPOSITORY", ""), "html", types=[str]
+    )
+    app.connect("config-inited", _repository_options)
+    # after the theme's prep_header_buttons (priority 500, registered first), before its
+    # add_header_buttons (priority 501), which reads ``ipynb_source``
+    app.connect("html-page-context", _notebook_buttons, priority=500)
+    app.connect("build-finished", _write_colab_notebooks)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -1,0 +1,196 @@
+"""Chapters as notebooks a reader can run anywhere: the Colab notebook builder.
+
+The book's chapters are jupytext MyST files listed in ``_toc.yml``. For each chapter that is a
+notebook this module writes ``<outdir>/colab/<docname>.ipynb``: the chapter as a plain ``.ipynb``
+(no outputs) whose first cell installs the package ``genbounds`` when it is not importable, so the
+notebook runs in a fresh Colab runtime. Where it installs from:
+
+- ``$GENBOUNDS_PIP_SOURCE`` when set (any pip requirement: a path, ``git+file://...``); the test
+  that runs the deployed notebooks uses this to install from the local clone, offline;
+- otherwise the repository the book was published from, pinned to the commit that built the book
+  (``git+https://github.com/<owner>/<repo>@<sha>``), taken from the GitHub Actions environment
+  (``GITHUB_REPOSITORY``, ``GITHUB_SHA``, ``GITHUB_SERVER_URL``);
+- a book built elsewhere has no repository: the cell then fails with a message saying how to
+  install the package.
+
+Chapters are discovered from ``_toc.yml``, so a chapter added there is published the same way.
+Run as a script to (re)write the notebooks of a built book::
+
+    python tools/colab.py --root . --outdir _build/html
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jupytext
+import nbformat
+import yaml
+
+SETUP_TAG = "genbounds-setup"
+COLAB_DIR = "colab"
+COLAB_URL = "https://colab.research.google.com"
+SOURCE_SUFFIXES = (".md", ".ipynb")
+
+
+def _toc_files(entries: list[Mapping[str, Any]]) -> Iterator[str]:
+    for entry in entries:
+        if "file" in entry:
+            yield str(entry["file"])
+        for key in ("parts", "chapters", "sections"):
+            if key in entry:
+                yield from _toc_files(entry[key])
+
+
+def toc_docnames(toc_path: Path) -> list[str]:
+    """Every document of the book in reading order (root first), as docnames without suffix."""
+    toc = yaml.safe_load(Path(toc_path).read_text())
+    if not isinstance(toc, dict) or "root" not in toc:
+        raise ValueError(f"toc_path: {toc_path} has no 'root' entry")
+    docs = [str(toc["root"]), *_toc_files([toc])]
+    return [str(Path(d).with_suffix("")) if Path(d).suffix in SOURCE_SUFFIXES else d for d in docs]
+
+
+def source_path(root: Path, docname: str) -> Path:
+    """The source file of a document (``.md`` or ``.ipynb``)."""
+    for suffix in SOURCE_SUFFIXES:
+        path = Path(root) / f"{docname}{suffix}"
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"docname: no source file for {docname!r} under {root}")
+
+
+def is_notebook(path: Path) -> bool:
+    """True for an ``.ipynb`` file or a jupytext text notebook (front matter with a kernelspec)."""
+    if path.suffix == ".ipynb":
+        return True
+    text = path.read_text()
+    if not text.startswith("---"):
+        return False
+    front = text.split("---", 2)[1]
+    meta = yaml.safe_load(front) or {}
+    return isinstance(meta, dict) and "jupytext" in meta and "kernelspec" in meta
+
+
+def notebook_docnames(root: Path, toc_path: Path | None = None) -> list[str]:
+    """The chapters that are notebooks, in the order of ``_toc.yml``."""
+    root = Path(root)
+    toc = toc_path if toc_path is not None else root / "_toc.yml"
+    return [d for d in toc_docnames(toc) if is_notebook(source_path(root, d))]
+
+
+def repository_source(env: Mapping[str, str] | None = None) -> str | None:
+    """The pip requirement that installs the package from the publishing repository, or None."""
+    env = os.environ if env is None else env
+    repo = env.get("GITHUB_REPOSITORY", "").strip()
+    if not repo:
+        return None
+    if repo.count("/") != 1 or any(c.isspace() for c in repo):
+        raise ValueError(f"GITHUB_REPOSITORY: expected 'owner/name', got {repo!r}")
+    server = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+    ref = env.get("GITHUB_SHA", "").strip() or "main"
+    return f"git+{server}/{repo}.git@{ref}"
+
+
+_SETUP_CELL = """\
+# Set-up: install the book's package `genbounds` when it is not importable (for example
+# in a fresh Colab runtime). GENBOUNDS_PIP_SOURCE overrides where it is installed from.
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+
+if importlib.util.find_spec("genbounds") is None:
+    _source = os.environ.get("GENBOUNDS_PIP_SOURCE", {default})
+{fallback}\
+    _pip = [sys.executable, "-m", "pip", "install", "--quiet", _source]
+    subprocess.run(_pip, check=True)
+    importlib.invalidate_caches()
+import genbounds
+
+print("genbounds", genbounds.__version__, "from", os.path.dirname(genbounds.__file__))"""
+
+_NO_SOURCE = """\
+    if _source is None:
+        raise RuntimeError(
+            "genbounds is not installed and this notebook was built without a repository: "
+            "run `pip install -e .` in a clone of the book's repository, or set "
+            "GENBOUNDS_PIP_SOURCE to a pip requirement for the package"
+        )
+"""
+
+
+def setup_cell_source(default_source: str | None) -> str:
+    """Code of the first cell: install genbounds when it is not importable, then import it."""
+    if default_source is None:
+        return _SETUP_CELL.format(default="None", fallback=_NO_SOURCE)
+    return _SETUP_CELL.format(default=json.dumps(default_source), fallback="")
+
+
+def colab_notebook(path: Path, default_source: str | None) -> nbformat.NotebookNode:
+    """The chapter at ``path`` as an ``.ipynb`` without outputs, with the set-up cell first."""
+    nb = jupytext.read(Path(path))
+    if not nb.metadata.get("kernelspec"):
+        raise ValueError(f"path: {path} is not a notebook (no kernelspec)")
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["colab"] = {"provenance": [], "toc_visible": True}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source))
+    setup.metadata["tags"] = [SETUP_TAG]
+    nb.cells.insert(0, setup)
+    # cell ids are required by nbformat 4.5; make them stable so rebuilds are reproducible
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:03d}"
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    nbformat.validate(nb)
+    return nb
+
+
+def write_colab_notebooks(
+    root: Path, outdir: Path, default_source: str | None = None, toc_path: Path | None = None
+) -> list[Path]:
+    """Write ``outdir/colab/<docname>.ipynb`` for every notebook chapter; return their paths."""
+    written = []
+    for doc in notebook_docnames(Path(root), toc_path):
+        nb = colab_notebook(source_path(Path(root), doc), default_source)
+        target = Path(outdir) / COLAB_DIR / f"{doc}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
+        written.append(target)
+    return written
+
+
+def colab_url(repository: str, docname: str, branch: str = "gh-pages") -> str:
+    """The Colab link that opens the deployed notebook of ``docname`` from the Pages branch."""
+    return f"{COLAB_URL}/github/{repository}/blob/{branch}/{COLAB_DIR}/{docname}.ipynb"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=Path("."), help="book root (with _toc.yml)")
+    parser.add_argument("--outdir", type=Path, default=Path("_build/html"), help="built site")
+    args = parser.parse_args(argv)
+    paths = write_colab_notebooks(args.root, args.outdir, repository_source())
+    for p in paths:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
