@@ -69,6 +69,9 @@ __all__ = [
     "schatten_norm",
     "singular_values",
     "stable_rank",
+    "participation_ratio",
+    "energy_rank",
+    "rank_measures",
 ]
 
 ArrayT = TypeVar("ArrayT", np.ndarray, torch.Tensor)
@@ -309,6 +312,78 @@ def numerical_rank(A: ArrayT, tol: float | None = None, *, dtype: Any = None) ->
             raise ValueError(f"tol must be a finite float >= 0 or None, got {tol!r}")
         thr = torch.full_like(s[..., :1], float(tol))
     return _out((s > thr).sum(dim=-1).to(torch.int64), is_numpy)
+
+
+def participation_ratio(A: ArrayT, *, dtype: Any = None) -> ArrayT:
+    """Participation ratio of the squared spectrum, ``(sum_i s_i^2)^2 / sum_i s_i^4``.
+
+    The "effective rank" / "effective dimensionality" of the PCA and neuroscience literature
+    (the participation ratio of the eigenvalues ``lambda_i = s_i^2`` of ``A^T A``). It is the
+    exponential of the Renyi-2 entropy of ``q_i = s_i^2 / sum_j s_j^2`` (not of the
+    l1-normalised ``p_i`` of :func:`effective_rank`), so ``stable_rank <= participation_ratio
+    <= rank``. Zero matrix -> ValueError.
+    """
+    s, is_numpy = _svals(A, "A", dtype)
+    _require_nonzero(s, "A", "the participation ratio")
+    r2 = (s / s[..., :1]) ** 2
+    return _out(r2.sum(dim=-1) ** 2 / (r2**2).sum(dim=-1), is_numpy)
+
+
+def _check_fraction(fraction: Any) -> float:
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not (
+            0.0 < float(fraction) <= 1.0):
+        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    return float(fraction)
+
+
+def _energy_rank_from_s(s: torch.Tensor, fraction: float) -> torch.Tensor:
+    r2 = (s / s[..., :1]) ** 2
+    share = torch.cumsum(r2, dim=-1) / r2.sum(dim=-1, keepdim=True)
+    # smallest k with share_k >= fraction (a relative slack of 1e-12 absorbs round-off at 1.0)
+    return (share < fraction * (1.0 - 1e-12)).sum(dim=-1).to(torch.int64) + 1
+
+
+def energy_rank(A: ArrayT, fraction: float = 0.9, *, dtype: Any = None) -> ArrayT:
+    """Smallest ``k`` with ``sum_{i<=k} s_i^2 >= fraction * sum_i s_i^2`` (int64).
+
+    The "explained-variance" rank of the rank-collapse literature: how many singular
+    directions hold ``fraction`` of the squared Frobenius norm. Zero matrix -> ValueError.
+    """
+    f = _check_fraction(fraction)
+    s, is_numpy = _svals(A, "A", dtype)
+    _require_nonzero(s, "A", "the energy rank")
+    return _out(_energy_rank_from_s(s, f), is_numpy)
+
+
+def rank_measures(A: ArrayT, fraction: float = 0.9, *, dtype: Any = None) -> dict[str, ArrayT]:
+    """Every rank-like quantity of each matrix in the batch from ONE singular-value call.
+
+    Returns ``{"erank", "nuclear_rank_ratio", "participation_ratio", "stable_rank",
+    "energy_rank", "nuclear", "fro", "op"}`` (same definitions as the single functions; the
+    ``energy_rank`` at ``fraction``). For many attention matrices, stack them into one
+    ``(..., T, T)`` array: the spectra are computed by one batched call (``torch.linalg.svdvals``
+    on the input's device, or LAPACK through numpy for CPU tensors without gradient).
+    """
+    f = _check_fraction(fraction)
+    s, is_numpy = _svals(A, "A", dtype)
+    _require_nonzero(s, "A", "a rank measure")
+    s1 = s[..., :1]
+    r = s / s1
+    p = r / r.sum(dim=-1, keepdim=True)
+    logp = torch.where(p > 0, torch.log(torch.where(p > 0, p, torch.ones_like(p))),
+                       torch.zeros_like(p))
+    r2 = r**2
+    out = {
+        "erank": torch.exp(-(p * logp).sum(dim=-1)),
+        "nuclear_rank_ratio": r.sum(dim=-1) ** 2 / r2.sum(dim=-1),
+        "participation_ratio": r2.sum(dim=-1) ** 2 / (r2**2).sum(dim=-1),
+        "stable_rank": r2.sum(dim=-1),
+        "energy_rank": _energy_rank_from_s(s, f),
+        "nuclear": s1[..., 0] * r.sum(dim=-1),
+        "fro": s1[..., 0] * torch.sqrt(r2.sum(dim=-1)),
+        "op": s1[..., 0],
+    }
+    return {k: _out(v, is_numpy) for k, v in out.items()}
 
 
 # ----------------------------------------------------------------------------- norms
