@@ -33,7 +33,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider
 
 results-paper: $(STAMP)
-	$(BIN)/python -m genbounds.experiments.sparse_majority --scale paper
+	$(BIN)/python -m genbounds reproduce --scale paper
 
 bench: $(STAMP)
 	$(BIN)/genbounds-bench --out _build/bench.json

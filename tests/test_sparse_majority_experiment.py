@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
+from genbounds.bounds.trauger_tewari_notation import tt_correspondence, tt_norms
 from genbounds.data import make_sparse_majority
 from genbounds.experiments.sparse_majority import (
     SparseMajorityConfig,
     run,
     run_seeds,
     train_config,
-    tt_norms,
 )
 from genbounds.models import SparseMajorityMHA
 from genbounds.spectral import mixed_norm
@@ -54,6 +54,9 @@ def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
     out = tiny_result
     n = len(TINY.T_values) * TINY.runs_per_T
     assert all(v.shape == (n,) for k, v in out.items() if not k.startswith("tt_"))
+    # the norm table of the view is stored with every run, with the TT adapter's norms
+    assert {"model.l1", "model.dist_l2", "layer0.head0.W_QK.spectral", "readout.fro"} <= set(out)
+    assert (out["model.dist_l2"] > 0).all()  # training moved every run
     d, H = TINY.d, TINY.heads
     assert out["tt_W_QK"].shape == (n, H, d + 1, d + 1)
     assert out["tt_W_v"].shape == (n, H, d + 1, d)
@@ -63,7 +66,7 @@ def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
     from genbounds.spectral import mixed_norm
     np.testing.assert_allclose(
         mixed_norm(np.swapaxes(out["tt_W_v"][:, 0], -1, -2).astype(np.float64), 1, np.inf),
-        out["W_v_h0_l1inf"], rtol=1e-5)
+        out["tt.W_v_h0_l1inf"], rtol=1e-5)
     np.testing.assert_array_equal(out["T"], [5, 5, 8, 8])
     np.testing.assert_array_equal(out["run"], [0, 1, 0, 1])
     for key in ("train_accuracy", "val_accuracy"):
@@ -76,14 +79,14 @@ def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
     assert (out["epochs_trained"][capped] == TINY.max_epochs).all()
     for h in range(TINY.heads):
         for norm in ("l11", "l1inf", "l21T", "op", "fro"):
-            assert (out[f"W_QK_h{h}_{norm}"] > 0).all()
+            assert (out[f"tt.W_QK_h{h}_{norm}"] > 0).all()
         for norm in ("l11", "l21", "l1inf", "op", "fro"):
-            assert (out[f"W_v_h{h}_{norm}"] > 0).all()
+            assert (out[f"tt.W_v_h{h}_{norm}"] > 0).all()
         # norm inequalities that must hold for any matrix
-        assert (out[f"W_v_h{h}_op"] <= out[f"W_v_h{h}_fro"] + 1e-12).all()
-        assert (out[f"W_v_h{h}_fro"] <= out[f"W_v_h{h}_l11"] + 1e-12).all()
-        assert (out[f"W_v_h{h}_l1inf"] <= out[f"W_v_h{h}_l11"] + 1e-12).all()
-    assert (out["w_l2"] <= out["w_l1"] + 1e-12).all()
+        assert (out[f"tt.W_v_h{h}_op"] <= out[f"tt.W_v_h{h}_fro"] + 1e-12).all()
+        assert (out[f"tt.W_v_h{h}_fro"] <= out[f"tt.W_v_h{h}_l11"] + 1e-12).all()
+        assert (out[f"tt.W_v_h{h}_l1inf"] <= out[f"tt.W_v_h{h}_l11"] + 1e-12).all()
+    assert (out["tt.w_l2"] <= out["tt.w_l1"] + 1e-12).all()
     np.testing.assert_allclose(out["B_x_aug_l1"], out["B_x_l1"] + 1)
     np.testing.assert_allclose(out["B_x_aug_l2"], np.sqrt(out["B_x_l2"] ** 2 + 1))
 
@@ -105,7 +108,7 @@ def test_l1_norm_and_token_bounds_recomputed(tiny_result: dict[str, np.ndarray])
 
 def test_a_run_is_reproducible_alone(tiny_result: dict[str, np.ndarray]) -> None:
     alone = run(dataclasses.replace(TINY, T_values=(8,), runs_per_T=1))
-    for key in ("l1_norm", "val_loss", "train_loss", "W_QK_h1_fro", "w_l1"):
+    for key in ("model.l1", "val_loss", "train_loss", "tt.W_QK_h1_fro", "tt.w_l1"):
         np.testing.assert_allclose(alone[key][0], tiny_result[key][2], rtol=1e-4, atol=1e-6)
     assert alone["best_epoch"][0] == tiny_result["best_epoch"][2]
 
@@ -116,8 +119,8 @@ def test_tt_norms_match_direct_computation() -> None:
     with torch.no_grad():
         for p in m.parameters():
             p.add_(0.1 * torch.randn_like(p))
-    norms = tt_norms(m)
-    tt = m.tt_correspondence(augment_bias=True)
+    norms = tt_norms(m.view())
+    tt = tt_correspondence(m.view(), augment_bias=True)
     for k in range(2):
         Wv_T = tt["W_v"][k, 1].T.numpy()  # the x -> W x map of TT for head 1
         assert norms["W_v_h1_l1inf"][k] == pytest.approx(float(mixed_norm(Wv_T, 1, math.inf)))
@@ -156,25 +159,28 @@ def test_bad_config_raises() -> None:
 
 
 def test_stored_sweep_equals_one_shot_run(tiny_result, tmp_path) -> None:
-    from genbounds.experiments.sparse_majority import run_stored, sweep_configs
+    from genbounds.experiments import load_or_run
+    from genbounds.experiments.sparse_majority import sweep_configs
     from genbounds.results import ResultStore
 
     assert [c.T_values for c in sweep_configs(TINY)] == [(5,), (8,)]
     store = ResultStore(tmp_path, namespace="quick")
-    arrays, parts = run_stored(TINY, store)
+    arrays, parts = load_or_run("sparse_majority", "quick", config=TINY, store=store)
     assert len(parts) == 2 and all(p.fresh for p in parts)
     for key, value in tiny_result.items():
         if key == "group_wall_time_s":
             continue
         np.testing.assert_allclose(arrays[key], value, rtol=1e-6, atol=1e-7, err_msg=key)
-    again, parts2 = run_stored(TINY, store)
+    again, parts2 = load_or_run("sparse_majority", "quick", config=TINY, store=store)
     assert not any(p.fresh for p in parts2)
     np.testing.assert_array_equal(again["val_loss"], arrays["val_loss"])
 
 
-def test_main_fills_the_store(tmp_path, monkeypatch) -> None:
+def test_cli_reproduce_fills_the_store(tmp_path, monkeypatch) -> None:
+    from genbounds.cli import main
     from genbounds.experiments import sparse_majority as smj
 
     monkeypatch.setattr(smj.SparseMajorityConfig, "quick", classmethod(lambda cls: TINY))
-    assert smj.main(["--scale", "quick", "--results-dir", str(tmp_path)]) == 0
+    assert main(["reproduce", "--scale", "quick", "--only", "sparse_majority",
+                 "--results-dir", str(tmp_path), "--no-progress"]) == 0
     assert len(list((tmp_path / "quick" / "SparseMajorityConfig").glob("*.json"))) == 2

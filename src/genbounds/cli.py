@@ -62,7 +62,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from genbounds.scale import get_scale
 
     scale = args.scale or get_scale()
-    exps = ([get_experiment(n) for n in args.only] if args.only else registered_experiments())
+    try:
+        exps = ([get_experiment(n) for n in args.only] if args.only
+                else registered_experiments())
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
     store = ResultStore(args.results_dir, namespace=scale)
     for e in exps:
         cfg = e.config(scale)
