@@ -1,4 +1,8 @@
-"""Tests for the results store: keys, atomicity, provenance, staleness, resumable sweeps."""
+"""Tests for the results store: keys, atomicity, provenance, staleness, resumable sweeps.
+
+Damage and repair are tested in ``test_store_damage.py``, killed and concurrent worker processes
+in ``test_store_processes.py``.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import pytest
 
 from genbounds import results
 from genbounds.results import (
+    DamagedResultError,
     ResultStore,
     StaleResultError,
     StaleResultWarning,
@@ -23,6 +28,9 @@ from genbounds.results import (
 @dataclass(frozen=True)
 class Cfg:
     PROTOCOL_VERSION: ClassVar[int] = 1
+    # what the result depends on: a module nobody else edits in a shared checkout, so that no
+    # stored result of these tests is recomputed as "made by other code" while they run
+    CODE_MODULES: ClassVar[tuple[str, ...]] = ("genbounds.results.keys",)
     n: int
     seed: int = 0
     sizes: tuple[int, ...] = (1, 2)
@@ -31,6 +39,7 @@ class Cfg:
 @dataclass(frozen=True)
 class CfgV2:
     PROTOCOL_VERSION: ClassVar[int] = 2
+    CODE_MODULES: ClassVar[tuple[str, ...]] = ("genbounds.results.keys",)
     n: int
     seed: int = 0
     sizes: tuple[int, ...] = (1, 2)
@@ -88,21 +97,30 @@ def test_run_stores_and_reloads_with_provenance(tmp_path) -> None:
     assert p.device.startswith("cpu")
     assert p.wall_time_s >= 0
     assert p.created_utc.endswith("Z")
-    assert p.code_fingerprint == results.code_fingerprint()
+    assert p.code_fingerprint == results.code_fingerprint(Cfg.CODE_MODULES)
+    assert p.code_modules == Cfg.CODE_MODULES
+    stored = json.loads(again.path.read_text())["provenance"]["code_modules"]
+    assert stored == ["genbounds.results.keys"]
     assert "loaded from" in again.describe() and "same code" in again.describe()
     # files: one JSON, one NPZ, no temporaries
     files = sorted(q.name for q in (tmp_path / "quick" / "Cfg").iterdir())
     assert files == [f"{first.key}.json", f"{first.key}.npz"]
 
 
-def test_mismatched_config_is_never_shown_silently(tmp_path) -> None:
+def test_mismatched_config_is_never_shown_silently(tmp_path, monkeypatch) -> None:
     store = ResultStore(tmp_path, namespace="quick")
     res = store.run(Cfg(5), experiment, device="cpu")
     meta = json.loads(res.path.read_text())
-    meta["config"]["n"] = 6  # an edited or colliding file
+    meta["config"]["n"] = 6  # an edited file
     res.path.write_text(json.dumps(meta))
-    with pytest.raises(StaleResultError, match="does not match the requested config"):
+    with pytest.raises(StaleResultError, match="altered after it was written"):
         store.load(Cfg(5))
+    # a colliding key (simulated): the record is sound but for another config
+    other = ResultStore(tmp_path / "b", namespace="quick")
+    stored6 = other.run(Cfg(6), experiment, device="cpu")
+    monkeypatch.setattr(results.store, "config_hash", lambda c: stored6.key)
+    with pytest.raises(DamagedResultError, match="does not match the requested config"):
+        other.load(Cfg(5))
 
 
 def test_corrupted_arrays_are_detected(tmp_path) -> None:
@@ -117,7 +135,7 @@ def test_corrupted_arrays_are_detected(tmp_path) -> None:
 def test_code_change_policy(tmp_path, monkeypatch) -> None:
     store = ResultStore(tmp_path, namespace="quick")
     store.run(Cfg(5), experiment, device="cpu")
-    monkeypatch.setattr(results, "code_fingerprint", lambda: "0000000000000000")
+    monkeypatch.setattr(results.provenance, "code_fingerprint", lambda modules=None: "0" * 16)
     with pytest.warns(StaleResultWarning, match="different genbounds code"):
         assert store.load(Cfg(5), on_code_change="warn") is not None
     with pytest.raises(StaleResultError, match="different genbounds code"):
@@ -129,15 +147,15 @@ def test_code_change_policy(tmp_path, monkeypatch) -> None:
 def test_interrupted_write_leaves_no_result(tmp_path, monkeypatch) -> None:
     store = ResultStore(tmp_path, namespace="quick")
     calls = {"n": 0}
-    real = results._atomic_write
+    real = results.files.atomic_write
 
     def failing(path, data):
         calls["n"] += 1
         if path.suffix == ".json":
-            raise KeyboardInterrupt  # killed between the arrays and the commit point
+            raise KeyboardInterrupt  # interrupted between the arrays and the commit point
         real(path, data)
 
-    monkeypatch.setattr(results, "_atomic_write", failing)
+    monkeypatch.setattr(results.files, "atomic_write", failing)
     with pytest.raises(KeyboardInterrupt):
         store.run(Cfg(5), experiment, device="cpu")
     assert not store.has(Cfg(5))
@@ -213,3 +231,99 @@ def test_summarize_provenance(tmp_path) -> None:
     assert results.summarize_provenance(again[:1]) == again[0].describe()
     with pytest.raises(ValueError, match="results"):
         results.summarize_provenance([])
+
+
+# ----------------------------------------------------------------------- provenance per experiment
+
+
+@pytest.fixture
+def fake_package(tmp_path, monkeypatch):
+    """A stand-in for the genbounds source tree, so tests can edit "package" files."""
+    pkg = tmp_path / "src" / "genbounds"
+    files = {
+        "__init__.py": '__version__ = "0"\n',
+        "a.py": "def f():\n    from genbounds import b\n    return b.g()\n",
+        "b.py": "from genbounds.sub import c\n\ndef g():\n    return c.h()\n",
+        "lonely.py": "X = 1\n",
+        "sub/__init__.py": "from genbounds.sub.c import h\n",
+        "sub/c.py": "from . import d\n\ndef h():\n    return d.K\n",
+        "sub/d.py": "K = 2\n",
+    }
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    monkeypatch.setattr(results.provenance, "PACKAGE_DIR", pkg)
+    return pkg
+
+
+def test_code_fingerprint_covers_the_named_modules_only(fake_package) -> None:
+    fp = results.code_fingerprint
+    assert fp(["genbounds"]) == fp() == fp(None)
+    assert fp(["genbounds.a", "genbounds.b"]) == fp(("genbounds.b", "genbounds.a", "genbounds.a"))
+    parts = ["genbounds.sub.__init__", "genbounds.sub.c", "genbounds.sub.d"]
+    assert fp(["genbounds.sub"]) == fp(parts)
+    before = {m: fp([m]) for m in ("genbounds.a", "genbounds.sub", "genbounds.lonely")}
+    (fake_package / "sub" / "d.py").write_text("K = 3\n")
+    assert fp(["genbounds.a"]) == before["genbounds.a"]  # a file outside the list changed
+    assert fp(["genbounds.lonely"]) == before["genbounds.lonely"]
+    assert fp(["genbounds.sub"]) != before["genbounds.sub"]  # a file inside the package changed
+    for bad in ("genbounds.a", [], ["numpy"], ["genbounds.nope"], [3]):
+        with pytest.raises(ValueError, match="modules"):
+            fp(bad)  # type: ignore[arg-type]
+
+
+def test_code_modules_of_follows_imports_transitively(fake_package) -> None:
+    assert results.code_modules_of("genbounds.lonely") == ("genbounds.lonely",)
+    # a imports b inside a function; b imports c from sub (not sub's __init__); c imports d
+    assert results.code_modules_of("genbounds.a") == (
+        "genbounds.a", "genbounds.b", "genbounds.sub.c", "genbounds.sub.d")
+    # importing the package runs its __init__, which imports c
+    assert results.code_modules_of("genbounds.sub.__init__") == (
+        "genbounds.sub.__init__", "genbounds.sub.c", "genbounds.sub.d")
+    assert results.code_modules_of("genbounds.a", exclude=("genbounds.sub",)) == (
+        "genbounds.a", "genbounds.b")
+    with pytest.raises(ValueError, match="modules"):
+        results.code_modules_of()
+
+
+@dataclass(frozen=True)
+class NoModules:
+    PROTOCOL_VERSION: ClassVar[int] = 1
+    n: int
+    seed: int = 0
+
+
+def test_edits_outside_an_experiments_modules_keep_its_results(tmp_path, fake_package) -> None:
+    store = ResultStore(tmp_path / "store", namespace="quick")
+    a_only = ("genbounds.a",)
+    first = store.run(Cfg(5), experiment, device="cpu", code_modules=a_only)
+    assert first.provenance.code_modules == a_only
+    whole = store.run(NoModules(5), experiment, device="cpu")  # no list: the whole package
+    assert whole.provenance.code_modules is None
+    (fake_package / "lonely.py").write_text("X = 2\n")  # an edit elsewhere in the package
+    assert not store.run(Cfg(5), experiment, device="cpu", code_modules=a_only).fresh
+    assert store.run(NoModules(5), experiment, device="cpu").fresh
+    # asking for more modules than the stored fingerprint covered: cannot be vouched for
+    assert store.load(Cfg(5), code_modules=("genbounds.a", "genbounds.b"),
+                      on_code_change="recompute") is None
+    (fake_package / "a.py").write_text("def f():\n    return 0\n")  # an edit inside the list
+    with pytest.raises(StaleResultError, match="different genbounds code"):
+        store.load(Cfg(5), code_modules=a_only, on_code_change="error")
+    assert store.run(Cfg(5), experiment, device="cpu", code_modules=a_only).fresh
+    # the class attribute CODE_MODULES is used when no list is given
+    with pytest.raises(ValueError, match="Cfg.CODE_MODULES"):
+        store.run(Cfg(6), experiment, device="cpu")  # genbounds.results.keys: not in the fake
+
+
+def test_records_from_before_code_modules_still_load(tmp_path) -> None:
+    store = ResultStore(tmp_path, namespace="quick")
+    res = store.run(NoModules(3), experiment, device="cpu")
+    meta = json.loads(res.path.read_text())
+    for name in ("meta_sha256", "format"):
+        del meta[name]
+    del meta["provenance"]["code_modules"]
+    res.path.write_text(json.dumps(meta))  # a format-1 record, as written before
+    old = store.load(NoModules(3), on_code_change="error")
+    assert old is not None and old.provenance.code_modules is None
+    np.testing.assert_array_equal(old.arrays["x"], res.arrays["x"])
+    assert "same code" in old.describe()

@@ -1,0 +1,87 @@
+"""Stored experiment results: config keys, atomic writes, provenance, resumable sweeps, repair.
+
+An experiment is a function of a *frozen dataclass* config. Its results are kept under
+``<root>/<namespace>/<ConfigClass>/<key>.{json,npz}`` where ``key`` hashes the config together
+with the config class's ``PROTOCOL_VERSION`` (``namespace`` is the scale, ``quick`` or
+``paper``):
+
+* ``<key>.npz`` holds the arrays (``numpy.savez``, never pickle);
+* ``<key>.json`` holds the config, the scalars, the provenance, the SHA-256 of the ``.npz`` and
+  of the record itself. It is written last, atomically (temporary file, ``fsync``,
+  :func:`os.replace`): a result exists exactly when its JSON exists, so a sweep killed at any
+  instant (SIGKILL included) leaves complete results and, at most, leftovers that are never read
+  as results and are cleaned by the next write of that unit; :func:`run_sweep` resumes where it
+  stopped.
+
+What the store guarantees, and where (see :mod:`genbounds.results.files` for the mechanics):
+
+* **Nothing damaged is used.** A truncated or invalid JSON, a truncated or altered NPZ, one file
+  of a pair missing, a record stored under another key or for another config or protocol version
+  raises :class:`DamagedResultError` (a :class:`StaleResultError`) naming the file, the problem
+  and the repair command; :func:`report_damage` prints it for a command-line user without a
+  traceback. :func:`check_store` lists every damaged unit; :func:`quarantine` and
+  :func:`repair_store` move damaged files to ``<root>/_damaged/<UTC timestamp>/`` (never
+  deleting them); ``ResultStore.run(..., recompute_damaged=True)`` does that and recomputes.
+* **Concurrent writers are safe.** Each unit has a lock (:mod:`filelock`, ``flock(2)``) held
+  from the decision to compute until the result is committed: processes filling one store never
+  leave a torn or mixed pair, and two asking for the same unit compute it once.
+* **Nothing stale is shown silently.** A result made by different code (its *code fingerprint*
+  over the modules the experiment runs, :func:`code_fingerprint`, differs) is recomputed,
+  reported with a :class:`StaleResultWarning`, or refused, as the caller chooses.
+
+``python -m genbounds store check|repair`` (:func:`store_main`) is the command-line side.
+"""
+
+from __future__ import annotations
+
+from genbounds.results.cli import store_main
+from genbounds.results.errors import (
+    DAMAGE_EXIT_CODE,
+    Damage,
+    DamagedResultError,
+    StaleResultError,
+    StaleResultWarning,
+    report_damage,
+)
+from genbounds.results.files import default_results_dir
+from genbounds.results.keys import config_hash, config_to_dict
+from genbounds.results.provenance import (
+    Provenance,
+    code_fingerprint,
+    code_modules_of,
+    describe_device,
+)
+from genbounds.results.repair import Repair, check_store, quarantine, repair_store
+from genbounds.results.store import (
+    OnCodeChange,
+    ResultStore,
+    StoredResult,
+    run_sweep,
+    summarize_provenance,
+)
+
+__all__ = [
+    "DAMAGE_EXIT_CODE",
+    "Damage",
+    "DamagedResultError",
+    "OnCodeChange",
+    "Provenance",
+    "Repair",
+    "ResultStore",
+    "StaleResultError",
+    "StaleResultWarning",
+    "StoredResult",
+    "check_store",
+    "code_fingerprint",
+    "code_modules_of",
+    "config_hash",
+    "config_to_dict",
+    "default_results_dir",
+    "describe_device",
+    "quarantine",
+    "repair_store",
+    "report_damage",
+    "run_sweep",
+    "store_main",
+    "summarize_provenance",
+]

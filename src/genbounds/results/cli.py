@@ -1,0 +1,72 @@
+"""``python -m genbounds store check|repair``: verify a results store and move damage aside."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from genbounds.results.errors import DAMAGE_EXIT_CODE
+from genbounds.results.files import default_results_dir
+from genbounds.results.repair import default_repair_command, repair_store, scan_store
+
+__all__ = ["store_main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m genbounds store",
+        description="Verify every stored result (check) or move damaged ones aside (repair).",
+        epilog=f"Exit status: 0 when every result is sound, {DAMAGE_EXIT_CODE} when damage "
+               "is found (check) or remains (repair), 2 for bad arguments.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("check", "verify every stored result and list the damaged ones and leftovers"),
+        ("repair", "move damaged results and leftovers to <root>/_damaged/<UTC time>/ (never "
+                   "deletes); the next run of the experiment recomputes them"),
+    ):
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("--root", type=Path, default=None,
+                       help="the store's directory (default: the book's results/, or "
+                            "$GENBOUNDS_RESULTS_DIR)")
+        p.add_argument("--scale", default=None,
+                       help="only this scale's namespace (quick, paper); default: all")
+    return parser
+
+
+def _table(root: Path, rows: list[tuple[str, str, str]]) -> str:
+    width = max(len(r[1]) for r in rows)
+    lines = [f"{'status':<9} {'file':<{width}}  problem"]
+    lines += [f"{s:<9} {f:<{width}}  {p}" for s, f, p in rows]
+    return "\n".join(lines)
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def store_main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``store`` subcommand; returns the exit status."""
+    args = _parser().parse_args(argv)
+    root: Path = args.root if args.root is not None else default_results_dir()
+    where = f"store {root}" + (f" (scale {args.scale})" if args.scale else "")
+    try:
+        if args.command == "repair":
+            for repair in repair_store(root, args.scale):
+                print(f"moved {repair.damage.kind} {_rel(root, repair.damage.path)} "
+                      f"({repair.damage.problem}) -> {repair.moved_to}")
+        n_units, found = scan_store(root, args.scale)
+    except ValueError as err:
+        print(f"error: {err}")
+        return 2
+    damaged = [d for d in found if d.kind == "damaged"]
+    leftovers = [d for d in found if d.kind == "leftover"]
+    print(f"{where}: {n_units} unit(s) checked, {n_units - len(found)} sound, "
+          f"{len(damaged)} damaged, {len(leftovers)} with leftovers of interrupted writes")
+    if found:
+        print(_table(root, [(d.kind, _rel(root, d.path), d.problem) for d in found]))
+        print(f"repair: {default_repair_command(root, args.scale)}")
+    return DAMAGE_EXIT_CODE if damaged else 0
