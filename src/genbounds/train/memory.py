@@ -4,7 +4,8 @@ memory budget.
 The budget
 ----------
 ``TrainConfig.max_batch_memory_bytes`` when given; otherwise ``memory_fraction`` (default 0.5)
-of the memory the device reports free: ``torch.cuda.mem_get_info`` on CUDA,
+of the memory the device reports free: ``torch.cuda.mem_get_info`` on CUDA (plus the blocks
+PyTorch's caching allocator reserves but does not use),
 ``psutil.virtual_memory().available`` on CPU (``os.sysconf`` when psutil is missing).
 
 The cost of one sample: a measured probe
@@ -17,6 +18,14 @@ parameters, saved by both, cancel). It is multiplied by :data:`ACTIVATION_OVERHE
 the gradients of those activations during the backward pass and the forward temporaries that are
 not saved. The probe is the same on every device, deterministic, and needs no hook in the model
 (models know nothing of training). The budget divided by this cost is the micro-batch size.
+
+The budget covers the activations of one micro-batch; the parameters, their gradients, the
+optimizer moments, the kept and initial weights (a few copies of the model) and the data set come
+on top. Measured on CPU (``tests/test_train_microbatch.py`` and the issue 6 notes): a full-batch
+step of a ShallowEncoder (d = 64, d_m = 4096, 16 tokens, N = 10,000, K = 1, float32) is estimated
+at 3.09 MiB per sample (30 GiB in one batch); under a 2 GiB budget it runs in micro-batches of
+663 and its peak resident memory grows by 1.0 GiB (4 GiB: 1,326 and 2.0 GiB), so the estimate
+errs on the safe side by about a factor of 2.
 
 Evaluation (no autograd) uses chunks of at most the same size, and never more than the rule of
 the engine before micro-batching (``2**23`` input elements per chunk on CPU, ``2**26`` on CUDA),
@@ -63,7 +72,9 @@ def available_memory_bytes(device: torch.device) -> int:
     """Free memory of ``device`` in bytes (CUDA: free device memory; CPU: available RAM)."""
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
+        # blocks that PyTorch's caching allocator holds but does not use are free to us too
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(free + max(cached, 0))
     try:
         import psutil
 
