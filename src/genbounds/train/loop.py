@@ -216,10 +216,10 @@ def _train_epoch(run: _Run, idx: np.ndarray, lr: float) -> tuple[np.ndarray, np.
     has_acc = True
     for start in range(0, N, bs):
         B = min(N, start + bs) - start
-        if full:
+        if idx_t is None:
             p_in = {n: p.requires_grad_(True) for n, p in state.params.items()}
         else:
-            p_in = {n: p.index_select(0, idx_t).requires_grad_(True)  # type: ignore[arg-type]
+            p_in = {n: p.index_select(0, idx_t).requires_grad_(True)
                     for n, p in state.params.items()}
         grads, loss_sum, correct = batch_gradients(
             run.model, p_in, buffers, _batch_fn(run, idx_t, order, rows, start), B, run.micro,
