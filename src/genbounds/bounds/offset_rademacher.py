@@ -1,0 +1,530 @@
+"""The bounds of Li et al. (2026), "Sharper generalization bounds for Transformer", as code.
+
+Every statement is a function of weight norms, ranks, sizes and ``n`` that returns a
+:class:`~genbounds.bounds.registry.BoundValue`, and is registered in its printed and in its
+audited form (chapter ``notebooks/04_offset_rademacher.md``, which derives and audits each one).
+Notation of the paper (rows are tokens): ``B_w >= ||w||_2``; ``B_v, B_c, B_QK`` bound the
+spectral norms (Section 4) or the l_{1,1} norms (Section 5.1) of ``W_v, W_c, W_QK``;
+``B_X >= ||X||_{2->2}``; ``B >= |f*|``; ``kappa`` is the Lipschitz constant of the conditional
+excess loss (Assumption 4.3); ``L_sigma`` that of the activation; ``delta`` the cover scale.
+
+The audit's corrections, in one place (the chapter proves each):
+
+1. **Log of a log** (Thms B.1, B.2, 5.3, B.4, B.5; and 6.4-6.6, 6.9-6.11 which inherit them).
+   Corollaries 4.5/4.8/4.13 bound the excess risk by ``(2 M / n) (1 + log N(delta))``; the
+   norm-based theorems then write ``1 + log(gamma^3/delta^2)`` where Lemma 5.2 gives
+   ``log N = gamma^3/delta^2``. Audited: ``1 + gamma^3/delta^2``. Optimising ``delta`` then
+   gives the rate ``n^{-1/3}``, not ``1/n``. Theorems B.4/B.5 likewise take ``log`` of the
+   log covering number ``N_rank``; Theorem 5.8 does not (its form is kept).
+2. **Lagrange solutions.** The minimum of ``sum_j a_j / eps_j^2`` subject to
+   ``sum_j beta_j eps_j = eps`` is ``(sum_j (a_j beta_j^2)^{1/3})^3 / eps^2``
+   (:func:`allocate_inverse_square`); the printed ``gamma_SH`` has the wrong coefficients
+   (``(B_w L B_c)`` became ``(B_w L B_c B_v)``, the factor ``2^{2/3}`` of the QK term is lost,
+   the matrices' own norms ``B_j`` are missing). The minimum of
+   ``sum_i r_i C_i log(c_i / eps_i^2)`` under the same constraint is
+   ``sum_i r_i C_i log(b_i^2 / eps^2)`` with ``b_i = sqrt(c_i) beta_i S / (r_i C_i)``,
+   ``S = sum_k r_k C_k`` (:func:`allocate_log`); Corollary 5.6 prints
+   ``b_i = (B_X beta_i S)^{1/2} / (r_i C_i)^{1/2}`` (with ``c_i = r_i B_X^2``), which is wrong.
+3. **Truncation error** (Thms 6.4-6.6): the tail integral gives
+   ``(T + d)(M^2 + 2 nu^2) exp(-M^2 / (2 nu^2))``; the printed ``nu (T + d) exp(...)`` drops the
+   ``M^2``. The prefactor keeps ``B_X`` where it must be ``M``.
+4. **Remark 6.12**: with the prefactor linear in ``M`` the balance is ``M / n = M^{2-beta}``,
+   ``M ~ n^{1/(beta-1)}``, giving the printed rate ``n^{-(beta-2)/(beta-1)}``; the printed
+   ``M ~ n^{1/(beta-2)}`` (from ``log M / n``) would give ``log n / n`` instead.
+5. **Rank covering** (Assumption 5.7 from Lemma B.6): Lemma B.6 covers matrices whose column
+   space is a *fixed* r-dimensional subspace; all rank-``r`` matrices need
+   ``r (d_in + d_out + 1)`` parameters: ``log N <= r (d_in + d_out + 1) log(9 sqrt(r) B_W B_in /
+   eps)`` (Candes & Plan 2011, Lemma 3.1, Frobenius radius ``sqrt(r) B_W``); the audited
+   rank bounds use this, i.e. ``C_i = (d_in + d_out + 1)/2`` and ``c_i = 81 r_i B_i^2 B_in,i^2``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from genbounds.bounds.registry import Bound, BoundKind, BoundValue, Form, register
+from genbounds.validation import check_choice, check_int, check_nonnegative, check_positive
+
+__all__ = [
+    "allocate_inverse_square",
+    "allocate_log",
+    "cover_excess",
+    "cover_excess_optimal_delta",
+    "gamma_sh_printed",
+    "heavy_tail_bias",
+    "heavy_tail_truncation_rate",
+    "norm_bound_multi_head",
+    "norm_bound_multi_layer",
+    "norm_bound_single_head",
+    "offset_excess",
+    "penalty_multi_head",
+    "penalty_multi_layer",
+    "penalty_single_head",
+    "rank_bound_multi_head",
+    "rank_bound_multi_layer",
+    "rank_bound_single_head",
+    "subgaussian_truncation_error",
+]
+
+_LI = "Li et al. 2026"
+PAPER = "li2026sharper"
+
+
+def _form(form: Any) -> Form:
+    return check_choice(form, "form", ("printed", "audited"))  # type: ignore[return-value]
+
+
+def _pos(**kw: Any) -> dict[str, float]:
+    return {k: check_positive(v, k) for k, v in kw.items()}
+
+
+# ============================================================================ Section 4
+def penalty_single_head(kappa: float, B: float, B_w: float, B_c: float, B_v: float,
+                        L_sigma: float, B_X: float, heads: int = 1) -> float:
+    """``M = 2 kappa B + 2 kappa H B_w B_c B_v L_sigma B_X`` (Thms 4.4 / 4.7; ``beta = 1/M``).
+
+    Twice the bound ``kappa (|f*| + |f|)`` on the conditional excess loss ``g``: the penalty
+    ``1/M`` is ``1/(2 sup g)``, what symmetrisation with ``g^2 <= (sup g) g`` produces.
+    """
+    v = _pos(kappa=kappa, B=B, B_w=B_w, B_c=B_c, B_v=B_v, L_sigma=L_sigma, B_X=B_X)
+    H = check_int(heads, "heads")
+    return 2 * v["kappa"] * v["B"] + 2 * v["kappa"] * H * v["B_w"] * v["B_c"] * v["B_v"] \
+        * v["L_sigma"] * v["B_X"]
+
+
+def penalty_multi_head(kappa: float, B: float, B_w: float, B_c: float, B_v: float,
+                       L_sigma: float, B_X: float, heads: int) -> float:
+    """``M_MH`` of Theorem 4.7 (``H`` heads summed)."""
+    return penalty_single_head(kappa, B, B_w, B_c, B_v, L_sigma, B_X, heads)
+
+
+def penalty_multi_layer(kappa: float, B: float, B_w: float) -> float:
+    """``2 kappa (B + B_w)`` of Theorem 4.11 (rows of the last layer projected to the unit
+    ball, so ``|f| <= B_w``)."""
+    v = _pos(kappa=kappa, B=B, B_w=B_w)
+    return 2 * v["kappa"] * (v["B"] + v["B_w"])
+
+
+def offset_excess(offset_complexity: float, approximation: float = 0.0, *,
+                  statement: str = "Thm 4.4") -> BoundValue:
+    """``4 R_n^off(G, 1/M) + inf_F E(f)`` (Thms 4.4, 4.7, 4.11) from an offset complexity.
+
+    Valid when ``g(X; f) = E[l(Y, f(X)) - l(Y, f*(X)) | X]`` lies in ``[0, M/2]`` for every
+    ``f`` (audit: needs ``f*`` to minimise the conditional risk pointwise, e.g. the
+    well-specified squared loss) and the sample excess loss is replaced by ``g`` (audit: for
+    the squared loss with noise the offset process carries the noise multipliers, Liang et al.
+    2015, Thm 3).
+    """
+    r = check_nonnegative(offset_complexity, "offset_complexity")
+    a = check_nonnegative(approximation, "approximation")
+    return BoundValue(4 * r + a, BoundKind.EXCESS_RISK,
+                      terms={"4 R_off": 4 * r, "approximation": a},
+                      name="excess risk from the offset complexity",
+                      reference=f"{_LI}, {statement}",
+                      assumptions=("0 <= g <= M/2 (well-specified)", "ERM"))
+
+
+def cover_excess(n: int, log_covering: float, penalty: float, kappa: float, delta: float,
+                 approximation: float = 0.0, *, statement: str = "Cor. 4.5") -> BoundValue:
+    """``(2 M / n)(1 + log N(delta)) + 8 kappa delta + approx`` (Cors 4.5, 4.8, 4.13).
+
+    The finite-class step ``E max_{cover} (offset process) <= (1 + log N)/(2 n beta)`` holds
+    for every ``beta > 0`` (Hoeffding's ``cosh x <= exp(x^2/2)`` at ``lambda = 2 beta``; the
+    paper's condition ``beta <= 1/(2M)`` is not needed); the discretisation costs
+    ``4 (1 + 2 beta sup g) kappa delta = 8 kappa delta`` at ``beta = 1/M``.
+    """
+    n = check_int(n, "n")
+    L = check_nonnegative(log_covering, "log_covering")
+    v = _pos(penalty=penalty, kappa=kappa)
+    dl = check_nonnegative(delta, "delta")
+    a = check_nonnegative(approximation, "approximation")
+    stat = 2 * v["penalty"] / n * (1 + L)
+    return BoundValue(stat + 8 * v["kappa"] * dl + a, BoundKind.EXCESS_RISK,
+                      terms={"statistical": stat, "discretisation": 8 * v["kappa"] * dl,
+                             "approximation": a, "log_covering": L},
+                      constants={"penalty_M": v["penalty"], "kappa": v["kappa"], "delta": dl},
+                      name="excess risk from an l_inf cover on the sample",
+                      reference=f"{_LI}, {statement}")
+
+
+# ============================================================================ Lagrange
+def allocate_inverse_square(a: Sequence[float], beta: Sequence[float],
+                            eps: float) -> tuple[float, np.ndarray]:
+    """``min sum_j a_j / eps_j^2`` s.t. ``sum_j beta_j eps_j = eps``: value and minimiser.
+
+    Stationarity ``-2 a_j / eps_j^3 + lambda beta_j = 0`` gives
+    ``eps_j = eps (a_j / beta_j)^{1/3} / sum_k (a_k beta_k^2)^{1/3}`` and the value
+    ``(sum_j (a_j beta_j^2)^{1/3})^3 / eps^2`` (convex objective on a hyperplane, so this
+    stationary point is the global minimum).
+    """
+    A = np.asarray(a, dtype=np.float64)
+    Bt = np.asarray(beta, dtype=np.float64)
+    if A.ndim != 1 or A.shape != Bt.shape or A.size == 0:
+        raise ValueError("a and beta must be non-empty 1-D arrays of equal length")
+    if not (np.all(A > 0) and np.all(Bt > 0) and np.all(np.isfinite(A * Bt))):
+        raise ValueError("a and beta must be finite and > 0")
+    e = check_positive(eps, "eps")
+    s = float(np.sum(np.cbrt(A * Bt**2)))
+    alloc = e * np.cbrt(A / Bt) / s
+    return s**3 / e**2, alloc
+
+
+def allocate_log(r: Sequence[float], C: Sequence[float], c: Sequence[float],
+                 beta: Sequence[float], eps: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """``min sum_i r_i C_i log(c_i / eps_i^2)`` s.t. ``sum_i beta_i eps_i = eps``.
+
+    Stationarity ``-2 r_i C_i / eps_i + lambda beta_i = 0`` gives
+    ``eps_i = eps r_i C_i / (beta_i S)``, ``S = sum_k r_k C_k`` (the paper's eq. (20)), and the
+    value ``sum_i r_i C_i log(b_i^2 / eps^2)`` with ``b_i = sqrt(c_i) beta_i S / (r_i C_i)``.
+    Returns ``(value, eps_i, b_i)``. (Concave log objective: the stationary point is the
+    minimum of ``-sum log eps_i`` on the simplex-like set, a convex problem.)
+    """
+    R = np.asarray(r, dtype=np.float64)
+    Cc = np.asarray(C, dtype=np.float64)
+    cc = np.asarray(c, dtype=np.float64)
+    Bt = np.asarray(beta, dtype=np.float64)
+    if R.ndim != 1 or not (R.shape == Cc.shape == cc.shape == Bt.shape) or R.size == 0:
+        raise ValueError("r, C, c and beta must be non-empty 1-D arrays of equal length")
+    for name, arr in (("r", R), ("C", Cc), ("c", cc), ("beta", Bt)):
+        if not (np.all(arr > 0) and np.all(np.isfinite(arr))):
+            raise ValueError(f"{name} must be finite and > 0")
+    e = check_positive(eps, "eps")
+    S = float(np.sum(R * Cc))
+    alloc = e * R * Cc / (Bt * S)
+    b = np.sqrt(cc) * Bt * S / (R * Cc)
+    return float(np.sum(R * Cc * np.log(b**2 / e**2))), alloc, b
+
+
+def corollary_5_6_printed_b(r: Sequence[float], C: Sequence[float], B_X: float,
+                            beta: Sequence[float]) -> np.ndarray:
+    """The printed ``b_i = (B_X beta_i S)^{1/2} / (r_i C_i)^{1/2}`` of Corollary 5.6."""
+    R, Cc, Bt = (np.asarray(x, dtype=np.float64) for x in (r, C, beta))
+    S = float(np.sum(R * Cc))
+    return np.sqrt(check_positive(B_X, "B_X") * Bt * S) / np.sqrt(R * Cc)
+
+
+# ============================================================================ Section 5.1
+def gamma_sh_printed(C_1: float, B_x: float, B_w: float, B_c: float, B_v: float,
+                     L_sigma: float, heads: int = 1) -> float:
+    """``gamma_SH`` of Theorem B.1 (``heads = 1``) or ``gamma_MH`` of Theorem B.2, as printed."""
+    c3, x3 = C_1 ** (1 / 3), B_x ** (2 / 3)
+    H = check_int(heads, "heads")
+    if H == 1:
+        return c3 * x3 * ((B_w * L_sigma) ** (2 / 3) + (B_w * L_sigma * B_c * B_v) ** (2 / 3)) \
+            + c3 * x3 * ((B_w * L_sigma * B_c * B_v) ** (2 / 3) + 1.0)
+    return c3 * x3 * ((H * B_w * L_sigma) ** (2 / 3) + 2 * (H * B_w * L_sigma * B_c * B_v)
+                      ** (2 / 3)) + c3 * x3 * H ** (2 / 3)
+
+
+def _head_components(B_w: float, B_c: float, B_v: float, B_QK: float, L_sigma: float,
+                     B_X: float, heads: int) -> tuple[list[float], list[float]]:
+    """Audited per-component ``(B_in * B_j)`` and error weights ``beta_j`` of one layer.
+
+    Output error ``|w^T Y - w'^T Y'| <= eps_w + B_w sum_h (eps_c + B_c L (eps_v + 2 B_v B_X
+    eps_QK))`` with ``eps_j`` the sup error of component ``j``'s linear map on its inputs:
+    readout (input ``||Y_cls|| <= H B_c L B_v B_X``), ``W_c`` (input ``L B_v B_X``), ``W_v``
+    (input ``B_X``) and the score ``x^T W_QK x'`` (input scale ``B_X^2``;
+    ``||softmax(s) - softmax(s')||_1 <= 2 ||s - s'||_inf`` and value rows ``<= B_v B_X``).
+    """
+    H = heads
+    scale = [H * B_c * L_sigma * B_v * B_X * B_w]
+    beta = [1.0]
+    for _ in range(H):
+        scale += [L_sigma * B_v * B_X * B_c, B_X * B_v, B_X**2 * B_QK]
+        beta += [B_w, B_w * B_c * L_sigma, B_w * B_c * L_sigma * 2 * B_v * B_X]
+    return scale, beta
+
+
+def _norm_bound(n: int, kappa: float, B: float, B_w: float, B_c: float, B_v: float,
+                B_QK: float, L_sigma: float, B_X: float, C_1: float, heads: int,
+                form: Form, delta: float | None, statement: str) -> BoundValue:
+    H = check_int(heads, "heads")
+    n = check_int(n, "n")
+    pref = 4 * (kappa * B + kappa * H * B_w * B_c * B_v * L_sigma * B_X) / n
+    if form == "printed":
+        g = gamma_sh_printed(C_1, B_X, B_w, B_c, B_v, L_sigma, H)
+        d = pref / (4 * kappa) if delta is None else check_positive(delta, "delta")
+        comp = 1 + math.log(g**3 / d**2)
+        terms = {"gamma": g, "1 + log(gamma^3/delta^2)": comp}
+        regime = "printed: log of the log covering number"
+    else:
+        scale, beta = _head_components(B_w, B_c, B_v, B_QK, L_sigma, B_X, H)
+        G, _ = allocate_inverse_square([C_1 * s**2 for s in scale], beta, 1.0)
+        d = (pref * G / (4 * kappa)) ** (1 / 3) if delta is None else \
+            check_positive(delta, "delta")
+        comp = 1 + G / d**2
+        terms = {"gamma^3": G, "1 + gamma^3/delta^2": comp}
+        regime = "audited: 1 + log N with log N = gamma^3/delta^2"
+    return BoundValue(pref * comp + 8 * kappa * d, BoundKind.EXCESS_RISK,
+                      terms={"prefactor 4(kB + kH B_w B_c B_v L B_X)/n": pref, **terms,
+                             "8 kappa delta": 8 * kappa * d},
+                      constants={"C_1": C_1, "kappa": kappa, "delta": d, "L_sigma": L_sigma},
+                      choices={"delta": "minimiser" if delta is None else "given"},
+                      name=f"norm-based excess-risk bound ({'H heads' if H > 1 else 'one head'})",
+                      reference=f"{_LI}, {statement}", regime=regime,
+                      assumptions=("||W||_{1,1} bounds", "Lemma 5.2 with constant C_1"))
+
+
+def norm_bound_single_head(n: int, kappa: float, B: float, B_w: float, B_c: float, B_v: float,
+                           B_QK: float, B_X: float, *, L_sigma: float = 1.0, C_1: float = 1.0,
+                           delta: float | None = None, form: Form = "audited") -> BoundValue:
+    """Theorem B.1. ``delta=None``: the minimising ``delta`` (printed form: ``delta = A/(4
+    kappa)``, ``A`` the prefactor; audited: ``delta = (A gamma^3 / (4 kappa))^{1/3}``)."""
+    return _norm_bound(n, kappa, B, B_w, B_c, B_v, B_QK, L_sigma, B_X, C_1, 1, _form(form),
+                       delta, "Thm B.1")
+
+
+def norm_bound_multi_head(n: int, heads: int, kappa: float, B: float, B_w: float, B_c: float,
+                          B_v: float, B_QK: float, B_X: float, *, L_sigma: float = 1.0,
+                          C_1: float = 1.0, delta: float | None = None,
+                          form: Form = "audited") -> BoundValue:
+    """Theorem B.2 (``H`` heads with the same norm bounds)."""
+    return _norm_bound(n, kappa, B, B_w, B_c, B_v, B_QK, L_sigma, B_X, C_1, heads, _form(form),
+                       delta, "Thm B.2")
+
+
+def _alpha(i: int, L: int, L_sigma: float, B_c: float, B_v: float, B_QK: float,
+           start_at_i: bool) -> float:
+    lo = i if start_at_i else i + 1
+    return float((L_sigma * B_c * B_v * (1 + 4 * B_QK)) ** max(0, L - lo + 1))
+
+
+def norm_bound_multi_layer(n: int, layers: int, kappa: float, B: float, B_w: float, B_c: float,
+                           B_v: float, B_QK: float, B_x: float, *, L_sigma: float = 1.0,
+                           C_1: float = 1.0, delta: float | None = None,
+                           form: Form = "audited") -> BoundValue:
+    """Theorem 5.3 with ``gamma_ML, eta_ML`` as printed (``alpha_i`` from ``j = i`` as in the
+    statement). Audited: the same ``gamma, eta`` with ``1 + (gamma + eta)^3/delta^2`` in
+    place of ``1 + log((gamma + eta)^3/delta^2)`` (correction 1; the error propagation (18)
+    itself is taken as given)."""
+    f = _form(form)
+    L = check_int(layers, "layers")
+    n = check_int(n, "n")
+    a = [_alpha(i, L, L_sigma, B_c, B_v, B_QK, True) for i in range(1, L + 1)]
+    c3 = C_1 ** (1 / 3)
+    gamma = c3 * (2 * L_sigma * B_c * B_v * a[0] * B_w * B_x**2) ** (2 / 3) + c3 * B_x ** (2 / 3) \
+        * (1 + (a[0] * B_w) ** (2 / 3) + (a[0] * B_w * L_sigma * B_v) ** (2 / 3))
+    tau = [a[i - 1] ** (2 / 3) + (2 * a[i - 1] * L_sigma * B_c * B_v) ** (2 / 3)
+           + (a[i - 1] * L_sigma * B_v) ** (2 / 3) for i in range(2, L + 1)]
+    eta = c3 * B_w ** (2 / 3) * sum(tau)
+    G = (gamma + eta) ** 3
+    pref = 4 * (kappa * B + kappa * B_w) / n
+    if f == "printed":
+        d = pref / (4 * kappa) if delta is None else check_positive(delta, "delta")
+        comp = 1 + math.log(G / d**2)
+    else:
+        d = (pref * G / (4 * kappa)) ** (1 / 3) if delta is None else \
+            check_positive(delta, "delta")
+        comp = 1 + G / d**2
+    return BoundValue(pref * comp + 8 * kappa * d, BoundKind.EXCESS_RISK,
+                      terms={"prefactor": pref, "gamma_ML": gamma, "eta_ML": eta,
+                             "complexity": comp, "8 kappa delta": 8 * kappa * d},
+                      constants={"C_1": C_1, "kappa": kappa, "delta": d, "L_sigma": L_sigma},
+                      name="norm-based excess-risk bound (L layers)",
+                      reference=f"{_LI}, Thm 5.3",
+                      regime="printed: log of log N" if f == "printed" else "audited")
+
+
+# ============================================================================ Section 5.2
+def _rank_bound(n: int, pref: float, kappa: float, ranks: Sequence[int], beta: Sequence[float],
+                scales: Sequence[float], dims: Sequence[int], B_X: float, C_1: float,
+                form: Form, delta: float | None, statement: str,
+                double_log: bool) -> BoundValue:
+    r = np.asarray(ranks, dtype=np.float64)
+    if form == "printed":
+        C = np.full(r.size, C_1)
+        S = float(np.sum(r * C))
+        d = pref * S / (4 * kappa) if delta is None else check_positive(delta, "delta")
+        b = corollary_5_6_printed_b(r, C, B_X, beta)
+        L_cov = float(np.sum(r * C * np.log(b**2 / d**2)))
+        comp = 1 + math.log(1 + L_cov) if double_log else 1 + L_cov
+        regime = "printed (Cor. 5.6 b_i" + (", log of 1 + log N)" if double_log else ")")
+    else:
+        C = (np.asarray(dims, dtype=np.float64) + 1) / 2
+        S = float(np.sum(r * C))
+        d = pref * S / (4 * kappa) if delta is None else check_positive(delta, "delta")
+        c = 81 * r * np.asarray(scales, dtype=np.float64) ** 2
+        _, _, b = allocate_log(r, C, c, beta, 1.0)
+        L_cov = float(np.sum(r * C * np.maximum(np.log(b**2 / d**2), 0.0)))
+        comp = 1 + L_cov
+        regime = "audited (b_i re-derived, Candes-Plan rank covers, 1 + log N)"
+    return BoundValue(pref * comp + 8 * kappa * d, BoundKind.EXCESS_RISK,
+                      terms={"prefactor": pref, "log_covering": L_cov, "complexity": comp,
+                             "8 kappa delta": 8 * kappa * d, "sum r_i C_i": S},
+                      constants={"C_1": C_1, "kappa": kappa, "delta": d},
+                      name="rank-based excess-risk bound", reference=f"{_LI}, {statement}",
+                      regime=regime, assumptions=("rank and spectral-norm bounds",))
+
+
+def _layer_rank_parts(d: int, k: int, r_QK: int, r_v: int, r_c: int, B_w: float, B_c: float,
+                      B_v: float, B_QK: float, L_sigma: float, B_X: float, heads: int,
+                      printed: bool) -> tuple[list[int], list[float], list[float], list[int]]:
+    H = heads
+    ranks: list[int] = [1]
+    beta: list[float] = [H * B_c if printed else 1.0]
+    scale, beta_a = _head_components(B_w, B_c, B_v, B_QK, L_sigma, B_X, H)
+    scales: list[float] = [scale[0]]
+    dims: list[int] = [d + 1]
+    for h in range(H):
+        ranks += [r_c, r_v, r_QK]
+        if printed:
+            beta += [H * B_w * L_sigma, H * B_w * L_sigma * B_c, 2 * H * B_w * L_sigma * B_c * B_v]
+        else:
+            beta += beta_a[1 + 3 * h: 4 + 3 * h]
+        scales += scale[1 + 3 * h: 4 + 3 * h]
+        dims += [k + d, d + k, 2 * d]
+    return ranks, beta, scales, dims
+
+
+def rank_bound_single_head(n: int, d: int, k: int, r_QK: int, r_v: int, r_c: int, kappa: float,
+                           B: float, B_w: float, B_c: float, B_v: float, B_QK: float,
+                           B_X: float, *, L_sigma: float = 1.0, C_1: float = 1.0,
+                           delta: float | None = None, form: Form = "audited",
+                           heads: int = 1) -> BoundValue:
+    """Theorem B.4 (``heads = 1``) / B.5. ``delta=None`` takes ``delta = A S/(4 kappa)``, the
+    minimiser of ``A (1 + sum r_i C_i log(b_i^2/delta^2)) + 8 kappa delta`` (``A`` the
+    prefactor, ``S = sum r_i C_i``); the printed form is evaluated at the same delta."""
+    f = _form(form)
+    H = check_int(heads, "heads")
+    for name, v in (("d", d), ("k", k), ("r_QK", r_QK), ("r_v", r_v), ("r_c", r_c)):
+        check_int(v, name)
+    pref = 4 * (kappa * B + kappa * H * B_w * B_c * B_v * L_sigma * B_X) / check_int(n, "n")
+    ranks, beta, scales, dims = _layer_rank_parts(d, k, r_QK, r_v, r_c, B_w, B_c, B_v, B_QK,
+                                                  L_sigma, B_X, H, f == "printed")
+    return _rank_bound(n, pref, kappa, ranks, beta, scales, dims, B_X, C_1, f, delta,
+                       "Thm B.4" if H == 1 else "Thm B.5", double_log=True)
+
+
+def rank_bound_multi_head(n: int, heads: int, d: int, k: int, r_QK: int, r_v: int, r_c: int,
+                          kappa: float, B: float, B_w: float, B_c: float, B_v: float,
+                          B_QK: float, B_X: float, *, L_sigma: float = 1.0, C_1: float = 1.0,
+                          delta: float | None = None, form: Form = "audited") -> BoundValue:
+    """Theorem B.5."""
+    return rank_bound_single_head(n, d, k, r_QK, r_v, r_c, kappa, B, B_w, B_c, B_v, B_QK, B_X,
+                                  L_sigma=L_sigma, C_1=C_1, delta=delta, form=form, heads=heads)
+
+
+def rank_bound_multi_layer(n: int, layers: int, d: int, k: int, r_QK: int, r_v: int, r_c: int,
+                           kappa: float, B: float, B_w: float, B_c: float, B_v: float,
+                           B_QK: float, B_X: float, *, L_sigma: float = 1.0, C_1: float = 1.0,
+                           delta: float | None = None, form: Form = "audited") -> BoundValue:
+    """Theorem 5.8: ``3L + 1`` components with the printed weights ``beta_k`` (``alpha`` from
+    ``j = i + 1`` as in the proof's (18)); audited: the re-derived ``b_i`` and the rank covers
+    of correction 5 (inputs of layers ``>= 2`` have rows in the unit ball)."""
+    f = _form(form)
+    L = check_int(layers, "layers")
+    pref = 4 * (kappa * B + kappa * B_w) / check_int(n, "n")
+    al = [_alpha(i, L, L_sigma, B_c, B_v, B_QK, False) for i in range(1, L + 1)]
+    ranks = [1] + [r_c] * L + [r_v] * L + [r_QK] * L
+    beta = [1.0] + [al[i] * B_w for i in range(L)] + [al[i] * B_w * L_sigma * B_v
+                                                      for i in range(L)] \
+        + [al[i] * 2 * L_sigma * B_c * B_v * B_w for i in range(L)]
+    bin_ = [B_X] + [1.0] * (L - 1)
+    scales = [B_w] + [L_sigma * B_v * bin_[i] * B_c for i in range(L)] \
+        + [bin_[i] * B_v for i in range(L)] + [bin_[i] ** 2 * B_QK for i in range(L)]
+    dims = [d + 1] + [k + d] * L + [d + k] * L + [2 * d] * L
+    return _rank_bound(n, pref, kappa, ranks, beta, scales, dims, B_X, C_1, f, delta,
+                       "Thm 5.8", double_log=False)
+
+
+# ============================================================================ Section 6
+def subgaussian_truncation_error(M: float, nu: float, T: int, d: int, kappa: float, *,
+                                 C_trunc: float = 1.0, form: Form = "audited") -> float:
+    """``T_err(M)`` of Thms 6.4-6.6. Printed: ``C kappa nu (T + d) exp(-M^2/(2 nu^2))``;
+    audited (the proof's own tail integral): ``C kappa (T + d)(M^2 + 2 nu^2) exp(-M^2/(2
+    nu^2))``. ``C_trunc`` is the hidden constant (the local Lipschitz constant ``C``)."""
+    f = _form(form)
+    v = _pos(M=M, nu=nu, kappa=kappa, C_trunc=C_trunc)
+    e = math.exp(-v["M"] ** 2 / (2 * v["nu"] ** 2))
+    TD = check_int(T, "T") + check_int(d, "d")
+    if f == "printed":
+        return v["C_trunc"] * v["kappa"] * v["nu"] * TD * e
+    return v["C_trunc"] * v["kappa"] * TD * (v["M"] ** 2 + 2 * v["nu"] ** 2) * e
+
+
+def heavy_tail_bias(M: float, beta: float, C: float, T: int, d: int, kappa: float, *,
+                    B_psi: float = 1.0, form: Form = "audited") -> float:
+    """``C_beta M^{2-beta}`` of Thms 6.9-6.11. Printed: ``C M^{2-beta}`` (``C_beta = C``);
+    audited (Appendix C.2's integral): ``kappa B_psi C' beta/(beta-2) M^{2-beta}`` with
+    ``C' = C (T d)^{1 + beta/2}`` from the entrywise tail ``P(|X_ij| > t) <= C t^{-beta}``."""
+    f = _form(form)
+    v = _pos(M=M, beta=beta, C=C, kappa=kappa, B_psi=B_psi)
+    if v["beta"] <= 2:
+        raise ValueError(f"beta must be > 2, got {beta}")
+    if f == "printed":
+        return v["C"] * v["M"] ** (2 - v["beta"])
+    Cp = v["C"] * (check_int(T, "T") * check_int(d, "d")) ** (1 + v["beta"] / 2)
+    return v["kappa"] * v["B_psi"] * Cp * v["beta"] / (v["beta"] - 2) \
+        * v["M"] ** (2 - v["beta"])
+
+
+def heavy_tail_truncation_rate(beta: float, *, form: Form = "audited") -> tuple[float, float]:
+    """``(threshold exponent, rate exponent)`` of Remark 6.12: ``M ~ n^a`` and excess
+    ``~ n^{-rate}``. Printed: ``a = 1/(beta - 2)``, rate ``(beta - 2)/(beta - 1)``; audited:
+    balancing ``M / n`` (prefactor linear in ``M``) with ``M^{2 - beta}`` gives
+    ``a = 1/(beta - 1)`` and the same rate."""
+    f = _form(form)
+    b = check_positive(beta, "beta")
+    if b <= 2:
+        raise ValueError(f"beta must be > 2, got {beta}")
+    a = 1 / (b - 2) if f == "printed" else 1 / (b - 1)
+    return a, (b - 2) / (b - 1)
+
+
+def cover_excess_optimal_delta(prefactor: float, G: float, kappa: float) -> float:
+    """``argmin_delta A (1 + G/delta^2) + 8 kappa delta = (A G / (4 kappa))^{1/3}``."""
+    v = _pos(prefactor=prefactor, G=G, kappa=kappa)
+    return float((v["prefactor"] * v["G"] / (4 * v["kappa"])) ** (1 / 3))
+
+
+# ============================================================================ registry
+_NORM_NEEDS = ("n", "kappa", "B", "B_w", "B_c", "B_v", "B_QK", "B_X")
+_CONST = {"L_sigma": 1.0, "C_1": 1.0}
+
+
+def _reg(key: str, statement: str, needs: tuple[str, ...], constants: dict[str, float],
+         fn: Any, description: str, fixed: dict[str, Any] | None = None) -> None:
+    for form in ("printed", "audited"):
+        register(Bound(key=f"offset_rademacher.{key}.{form}", paper=PAPER, statement=statement,
+                       kind=BoundKind.EXCESS_RISK, form=form, needs=needs, constants=constants,
+                       fn=fn, fixed={"form": form, **(fixed or {})},
+                       description=description))
+
+
+def _offset_fn(offset_complexity: float, approximation: float, form: Form,
+               statement: str) -> BoundValue:
+    return offset_excess(offset_complexity, approximation, statement=statement)
+
+
+def _cover_fn(n: int, log_covering: float, penalty: float, kappa: float, delta: float,
+              approximation: float, form: Form, statement: str) -> BoundValue:
+    return cover_excess(n, log_covering, penalty, kappa, delta, approximation,
+                        statement=statement)
+
+
+for _key, _st in (("thm_4_4", "Thm 4.4"), ("thm_4_7", "Thm 4.7"), ("thm_4_11", "Thm 4.11")):
+    _reg(_key, _st, ("offset_complexity",), {"approximation": 0.0}, _offset_fn,
+         "4 R_off(G, 1/M) + approximation (same function in both forms; the audit corrects "
+         "the proof's assumptions, not the formula)", {"statement": _st})
+for _key, _st in (("cor_4_5", "Cor. 4.5"), ("cor_4_8", "Cor. 4.8"), ("cor_4_13", "Cor. 4.13")):
+    _reg(_key, _st, ("n", "log_covering", "penalty", "kappa", "delta"), {"approximation": 0.0},
+         _cover_fn, "(2M/n)(1 + log N) + 8 kappa delta (printed = audited; same function)",
+         {"statement": _st})
+_reg("thm_b_1", "Thm B.1", _NORM_NEEDS, dict(_CONST), norm_bound_single_head,
+     "one head, l_{1,1} norms; audited: 1 + gamma^3/delta^2 and re-derived gamma")
+_reg("thm_b_2", "Thm B.2", ("heads",) + _NORM_NEEDS, dict(_CONST), norm_bound_multi_head,
+     "H heads, l_{1,1} norms")
+_reg("thm_5_3", "Thm 5.3", ("layers", "n", "kappa", "B", "B_w", "B_c", "B_v", "B_QK", "B_x"),
+     dict(_CONST), norm_bound_multi_layer, "L layers, l_{1,1} norms")
+_RANK_NEEDS = ("n", "d", "k", "r_QK", "r_v", "r_c", "kappa", "B", "B_w", "B_c", "B_v", "B_QK",
+               "B_X")
+_reg("thm_b_4", "Thm B.4", _RANK_NEEDS, dict(_CONST), rank_bound_single_head,
+     "one head, ranks; printed takes log of 1 + log N and the printed Cor. 5.6 b_i")
+_reg("thm_b_5", "Thm B.5", ("heads",) + _RANK_NEEDS, dict(_CONST), rank_bound_multi_head,
+     "H heads, ranks")
+_reg("thm_5_8", "Thm 5.8", ("layers",) + _RANK_NEEDS, dict(_CONST), rank_bound_multi_layer,
+     "L layers, ranks")
