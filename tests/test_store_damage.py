@@ -13,6 +13,8 @@ import datetime
 import json
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,3 +288,28 @@ def test_bad_arguments(tmp_path) -> None:
         check_store(tmp_path / "missing")
     with pytest.raises(SystemExit):
         store_main(["fix"])
+
+
+def test_a_write_in_progress_is_not_mistaken_for_damage(tmp_path, monkeypatch) -> None:
+    store, jobs, unit = _stored(tmp_path)
+    arrays_in_place = threading.Event()
+    real = results.files.atomic_write
+
+    def slow_commit(path: Path, data: bytes) -> None:
+        real(path, data)
+        if path.suffix == ".npz":  # new arrays next to the old JSON: a mismatched pair on disk
+            arrays_in_place.set()
+            time.sleep(0.5)
+
+    monkeypatch.setattr(results.files, "atomic_write", slow_commit)
+    new_x = np.arange(6.0).reshape(3, 2)
+    writer = threading.Thread(target=lambda: store.save(
+        jobs[1], {"x": new_x}, {"total": 15.0}, device="cpu", wall_time_s=0.0))
+    writer.start()
+    assert arrays_in_place.wait(30)
+    with pytest.raises(DamagedResultError):  # read without waiting: it does look damaged
+        results.files.read_unit(unit, "repair")
+    loaded = store.load(jobs[1])  # waits for the writer's lock, then reads the committed pair
+    writer.join()
+    assert loaded is not None
+    np.testing.assert_array_equal(loaded.arrays["x"], new_x)

@@ -211,6 +211,8 @@ def describe_device(device: str = "auto") -> str:
     Names torch's version and threads when torch is in use; a computation that never imported
     torch on the CPU is described without it (and without paying torch's import time).
     """
+    if not (device in ("auto", "cpu") or device.startswith("cuda")):
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:i]', got {device!r}")
     if device == "cpu" and "torch" not in sys.modules:
         return f"cpu ({platform.machine()}, {os.cpu_count()} cores), numpy only"
     import torch
@@ -222,8 +224,6 @@ def describe_device(device: str = "auto") -> str:
             raise ValueError(f"device {device!r} requested but CUDA is not available")
         name = torch.cuda.get_device_name(torch.device(device))
         return f"{device} ({name}), torch {torch.__version__}"
-    if device != "cpu":
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:i]', got {device!r}")
     return (
         f"cpu ({platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads), "
         f"torch {torch.__version__}"

@@ -65,8 +65,10 @@ class StoredResult:
 def _check_arrays(arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for name, value in arrays.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"array names must be identifiers, got {name!r}")
+        # dotted names ("layer0.head0.W_QK.spectral", the norm table's columns) are allowed
+        if not isinstance(name, str) or not all(p.isidentifier() for p in name.split(".")):
+            raise ValueError(f"array names must be identifiers or dotted identifiers, "
+                             f"got {name!r}")
         arr = np.asarray(value)
         if arr.dtype == object:
             raise ValueError(f"array {name!r} has dtype object; only numeric arrays are stored")
