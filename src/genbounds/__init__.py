@@ -2,15 +2,19 @@
 
 Modules (each answers one question):
 
+- :mod:`genbounds.validation`  argument checks (a ValueError that names the argument)
 - :mod:`genbounds.scale`       which scale (``quick`` or ``paper``) an experiment runs at
 - :mod:`genbounds.spectral`    effective rank, stable rank, Schatten and mixed matrix norms
 - :mod:`genbounds.complexity`  Rademacher complexity estimators, covers, Dudley integrals, Maurey
-- :mod:`genbounds.data`        sparse majority, MNIST 0/1 tokens, teacher–student data
-- :mod:`genbounds.models`      the Transformer families the papers analyse (K models at once)
-- :mod:`genbounds.train`       the ensemble training engine (GD / SGD, early stopping, best epoch)
-- :mod:`genbounds.results`     config hashing, atomic result store with provenance, resumable sweeps
-- :mod:`genbounds.bounds`      one module per paper's bounds, plus baselines
-- :mod:`genbounds.experiments` one module per study
+- :mod:`genbounds.data`        one module per data family (sparse majority, MNIST, teacher–student)
+- :mod:`genbounds.models`      one module per model family (K models at once) + the model view
+- :mod:`genbounds.norms`       the norm table of a model view, computed once per run
+- :mod:`genbounds.train`       the ensemble engine in parts (config, state, step, stopping,
+  memory, evaluate, loop)
+- :mod:`genbounds.results`     the results store: config hashing, provenance, resume, repair
+- :mod:`genbounds.bounds`      the bound registry and one module per paper's bounds
+- :mod:`genbounds.experiments` the experiment registry and one module per study
+- :mod:`genbounds.cli`         ``python -m genbounds bounds | experiments | reproduce | store``
 - :mod:`genbounds.plotting`    the book's figure style and captions
 - :mod:`genbounds.bench`       the benchmark command
 """

@@ -45,7 +45,13 @@ from torch import nn
 
 from genbounds.data import make_sparse_majority_batch
 from genbounds.models import SparseMajorityMHA
-from genbounds.train import TrainConfig, _evaluate, _Inputs, resolve_device, train_ensemble
+from genbounds.train import (
+    InputSet,
+    TrainConfig,
+    evaluate_models,
+    resolve_device,
+    train_ensemble,
+)
 
 __all__ = ["PlainSparseMajorityMHA", "main", "run_benchmark"]
 
@@ -151,13 +157,13 @@ def _simple_validate(X: torch.Tensor, y: torch.Tensor, device: torch.device,
 def _engine_validate(model: SparseMajorityMHA, X: torch.Tensor, y: torch.Tensor,
                      device: torch.device) -> Callable[[int], None]:
     K = y.shape[0]
-    inputs = _Inputs(X, y.shape[1], K, "X_val", X.dtype, device)
+    inputs = InputSet(X, y.shape[1], K, "X_val", X.dtype, device)
     state = {**{n: p.detach() for n, p in model.named_parameters()},
              **dict(model.named_buffers())}
 
     def passes(n: int) -> None:
         for _ in range(n):
-            _evaluate(model, state, inputs, y, np.arange(K), "bce_logits_onehot", 2048)
+            evaluate_models(model, state, inputs, y, np.arange(K), "bce_logits_onehot", 2048)
 
     return passes
 

@@ -36,11 +36,6 @@ from genbounds.train.losses import per_sample_loss
 from genbounds.train.memory import MemoryPlan, plan_memory
 from genbounds.train.step import adam_step, sgd_step
 
-# Deprecated aliases kept for ``genbounds.bench`` (which imported these private names from the
-# single-module engine); use ``InputSet`` and ``evaluate_models``.
-_Inputs = InputSet
-_evaluate = evaluate_models
-
 __all__ = [
     "LOSSES",
     "InputFn",
