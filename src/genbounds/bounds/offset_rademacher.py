@@ -71,6 +71,7 @@ __all__ = [
 ]
 
 _LI = "Li et al. 2026"
+ArrayLike = Sequence[float] | np.ndarray
 PAPER = "li2026sharper"
 
 
@@ -152,7 +153,7 @@ def cover_excess(n: int, log_covering: float, penalty: float, kappa: float, delt
 
 
 # ============================================================================ Lagrange
-def allocate_inverse_square(a: Sequence[float], beta: Sequence[float],
+def allocate_inverse_square(a: Sequence[float] | np.ndarray, beta: Sequence[float] | np.ndarray,
                             eps: float) -> tuple[float, np.ndarray]:
     """``min sum_j a_j / eps_j^2`` s.t. ``sum_j beta_j eps_j = eps``: value and minimiser.
 
@@ -173,8 +174,8 @@ def allocate_inverse_square(a: Sequence[float], beta: Sequence[float],
     return s**3 / e**2, alloc
 
 
-def allocate_log(r: Sequence[float], C: Sequence[float], c: Sequence[float],
-                 beta: Sequence[float], eps: float) -> tuple[float, np.ndarray, np.ndarray]:
+def allocate_log(r: ArrayLike, C: ArrayLike, c: ArrayLike, beta: ArrayLike,
+                 eps: float) -> tuple[float, np.ndarray, np.ndarray]:
     """``min sum_i r_i C_i log(c_i / eps_i^2)`` s.t. ``sum_i beta_i eps_i = eps``.
 
     Stationarity ``-2 r_i C_i / eps_i + lambda beta_i = 0`` gives
@@ -199,8 +200,7 @@ def allocate_log(r: Sequence[float], C: Sequence[float], c: Sequence[float],
     return float(np.sum(R * Cc * np.log(b**2 / e**2))), alloc, b
 
 
-def corollary_5_6_printed_b(r: Sequence[float], C: Sequence[float], B_X: float,
-                            beta: Sequence[float]) -> np.ndarray:
+def corollary_5_6_printed_b(r: ArrayLike, C: ArrayLike, B_X: float, beta: ArrayLike) -> np.ndarray:
     """The printed ``b_i = (B_X beta_i S)^{1/2} / (r_i C_i)^{1/2}`` of Corollary 5.6."""
     R, Cc, Bt = (np.asarray(x, dtype=np.float64) for x in (r, C, beta))
     S = float(np.sum(R * Cc))
