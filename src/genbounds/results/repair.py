@@ -104,12 +104,12 @@ def _leftover(unit: Unit, repair: str) -> Damage | None:
 
 def _check_unit(unit: Unit, repair: str, wait_s: float) -> Damage | None:
     """Verify one unit; a unit whose lock a writer holds is judged once the writer is done."""
-    lock = unit.lock()
     try:
+        lock = unit.lock()
         lock.acquire(timeout=wait_s)
-    except Timeout:
-        # A writer is computing this unit. What it has committed so far is checked; its
-        # temporary files are its work in progress, not leftovers.
+    except (Timeout, OSError):  # a writer holds it, or the store is read-only
+        # A writer is computing this unit (or no lock can be taken). What is committed is
+        # checked; temporary files may be a writer's work in progress, so they are not listed.
         try:
             read_unit(unit, repair)
         except DamagedResultError as err:

@@ -260,10 +260,10 @@ class ResultStore:
         try:
             return self._read(config, on_code_change, modules)
         except DamagedResultError as first:
-            lock = self.unit(config).lock()
             try:
+                lock = self.unit(config).lock()
                 lock.acquire(timeout=wait_s)
-            except Timeout:
+            except (Timeout, OSError):  # a writer holds it too long, or a read-only store
                 raise first from None
             try:
                 return self._read(config, on_code_change, modules)
