@@ -47,7 +47,8 @@ def test_presets() -> None:
     quick = SparseMajorityConfig.quick()
     assert quick.T_values == (20, 60, 100, 140, 200) and quick.runs_per_T == 3
     assert quick.optimizer == "adam" and quick.max_epochs <= 1000
-    assert SparseMajorityConfig.PROTOCOL_VERSION >= 1
+    assert SparseMajorityConfig.PROTOCOL_VERSION >= 2  # 2: held-out test set
+    assert paper.n_test == 10_000 and quick.n_test >= 1000
 
 
 def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
@@ -69,8 +70,9 @@ def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
         out["tt.W_v_h0_l1inf"], rtol=1e-5)
     np.testing.assert_array_equal(out["T"], [5, 5, 8, 8])
     np.testing.assert_array_equal(out["run"], [0, 1, 0, 1])
-    for key in ("train_accuracy", "val_accuracy"):
+    for key in ("train_accuracy", "val_accuracy", "test_accuracy"):
         assert ((out[key] >= 0) & (out[key] <= 1)).all()
+    assert (out["test_loss"] > 0).all() and np.isfinite(out["test_loss"]).all()
     assert (out["best_epoch"] <= out["stopped_epoch"]).all()
     np.testing.assert_array_equal(out["epochs_trained"], out["stopped_epoch"] + 1)
     assert out["reached_perfect_train"].dtype == bool

@@ -9,20 +9,29 @@ the paper's bounds only:
   biases absorbed exactly by augmenting every token with a constant coordinate;
 - :func:`tt_forward`: the TT formula evaluated from those matrices (a test that it is exact);
 - :func:`tt_norms`: every norm the chapter's bounds need, per model, in TT's orientation (the
-  maps ``x -> M x`` that TT's proofs cover), computed once and stored with the run.
+  maps ``x -> M x`` that TT's proofs cover), computed once and stored with the run;
+- :data:`TT_COLUMNS`, :func:`quantities_from_norms`, :func:`bound_on_run`: which stored column
+  is which quantity of which registered bound (written once), and the bounds of one stored run
+  evaluated through the registry.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import torch
 
+from genbounds.bounds.registry import BoundValue
 from genbounds.models.view import ModelView
 from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
+from genbounds.validation import check_int
 
-__all__ = ["tt_correspondence", "tt_forward", "tt_norms"]
+__all__ = ["SIZE_NAMES", "TT_COLUMNS", "bound_on_run", "quantities_from_norms", "run_sizes",
+           "tt_correspondence", "tt_forward", "tt_norms"]
 
 
 def _check_sparse_majority_view(view: ModelView) -> None:
@@ -130,33 +139,161 @@ def tt_forward(tt: dict[str, torch.Tensor], X: torch.Tensor, cls_index: int = -1
 def tt_norms(view: ModelView) -> dict[str, np.ndarray]:
     """Trauger–Tewari norms of every model in ``view`` (arrays of shape ``(K,)``, float64).
 
-    From :func:`tt_correspondence` ``(augment_bias=True)``. Per head ``h`` the covered map of
-    ``W_QK`` is ``M_h = W_QK,h^T`` (TT Appendix C orientation: ``x_cls -> M_h x_cls``) and the
-    value / output maps are ``W_v,h^T`` and ``W_c^T``. Keys: ``W_QK_h{h}_{l11, l1inf, l21T, op,
-    fro}``, ``W_v_h{h}_{l11, l1inf, l21, op, fro}``, ``W_c_{...}`` (as ``W_v``), ``w_l1``,
-    ``w_l2`` (largest over the logits), ``offset_abs``.
+    From :func:`tt_correspondence` ``(augment_bias=True)``. Every matrix is stored as the matrix
+    ``M`` of the map ``x -> M x`` that TT's proofs cover: per head ``h``, ``M = W_QK,h^T`` for
+    the query-key matrix (TT Appendix C orientation: ``x_cls -> M x_cls``), ``M = W_v,h^T`` and
+    ``M = W_c^T`` for the value and output maps. For each ``M`` the keys
+    ``<name>_{l11, l1inf, l1infT, l21, l21T, op, fro}`` hold ``||M||_{1,1}``, ``||M||_{1,inf}``
+    (largest column l1 norm of ``M``), ``||M^T||_{1,inf}`` (largest *row* l1 norm of ``M``),
+    ``||M||_{2,1}``, ``||M^T||_{2,1}`` (sum of the row l2 norms of ``M``), the spectral and the
+    Frobenius norm; ``<name>`` is ``W_QK_h{h}``, ``W_v_h{h}`` or ``W_c``. Plus ``w_l1``,
+    ``w_l2`` (largest over the logits) and ``offset_abs``.
+
+    Which column a bound needs depends on the statement *and* on its form (the audit of
+    Theorem 4.1 transposes two hypotheses): read it from :data:`TT_COLUMNS` through
+    :func:`quantities_from_norms`, never by hand.
     """
     tt = {k: v.detach().cpu().to(torch.float64) for k, v in
           tt_correspondence(view, augment_bias=True).items()}
     out: dict[str, np.ndarray] = {}
 
-    def matrix_norms(prefix: str, W: torch.Tensor, qk: bool) -> None:
+    def matrix_norms(prefix: str, W: torch.Tensor) -> None:
         W_np = W.numpy()
+        W_T = np.swapaxes(W_np, -1, -2)
         out[f"{prefix}_l11"] = np.asarray(mixed_norm(W_np, 1, 1))
         out[f"{prefix}_l1inf"] = np.asarray(mixed_norm(W_np, 1, math.inf))
-        if qk:
-            out[f"{prefix}_l21T"] = np.asarray(mixed_norm(np.swapaxes(W_np, -1, -2), 2, 1))
-        else:
-            out[f"{prefix}_l21"] = np.asarray(mixed_norm(W_np, 2, 1))
+        out[f"{prefix}_l1infT"] = np.asarray(mixed_norm(W_T, 1, math.inf))
+        out[f"{prefix}_l21"] = np.asarray(mixed_norm(W_np, 2, 1))
+        out[f"{prefix}_l21T"] = np.asarray(mixed_norm(W_T, 2, 1))
         out[f"{prefix}_op"] = np.asarray(operator_norm(W_np))
         out[f"{prefix}_fro"] = np.asarray(frobenius_norm(W_np))
 
     for h in range(tt["W_QK"].shape[1]):
-        matrix_norms(f"W_QK_h{h}", tt["W_QK"][:, h].transpose(-1, -2), qk=True)
-        matrix_norms(f"W_v_h{h}", tt["W_v"][:, h].transpose(-1, -2), qk=False)
-    matrix_norms("W_c", tt["W_c"].transpose(-1, -2), qk=False)
+        matrix_norms(f"W_QK_h{h}", tt["W_QK"][:, h].transpose(-1, -2))
+        matrix_norms(f"W_v_h{h}", tt["W_v"][:, h].transpose(-1, -2))
+    matrix_norms("W_c", tt["W_c"].transpose(-1, -2))
     w = tt["w"]  # (K, d, n_outputs)
     out["w_l1"] = w.abs().sum(dim=1).amax(dim=-1).numpy()
     out["w_l2"] = torch.linalg.vector_norm(w, dim=1).amax(dim=-1).numpy()
     out["offset_abs"] = tt["offset"].abs().amax(dim=-1).numpy()
     return out
+
+
+# ------------------------------------------------------------------ stored columns -> needs
+_ONE_LAYER_COMMON = {"B_w": "tt.w_l1"}
+#: Registered bound key -> the stored column (of a sparse-majority run) that gives each norm
+#: the bound ``needs``, per head ``{h}``. Written once, here, for every bound the chapter
+#: evaluates on trained weights. Orientation (see :func:`tt_norms`): a stored ``W_c_*`` /
+#: ``W_v_h*_*`` column is a norm of the map matrix ``M = W_c^T`` / ``W_v^T``, so TT's
+#: ``||W_c||_{1,inf}`` (every **column** of TT's ``W_c``: the audited hypothesis of Theorem 4.1)
+#: is ``||M^T||_{1,inf}``, the column ``l1infT``; the printed hypothesis
+#: ``||W_c^T||_{1,inf}`` is ``||M||_{1,inf}``, the column ``l1inf``. The query-key matrix is
+#: covered as the map ``x_cls -> M x_cls`` itself, so Lemma 3.3's ``||W||_{1,inf}`` is
+#: ``l1inf`` and Lemma 3.4's ``||W^T||_{2,1}`` is ``l21T``. Tokens: Cor. 4.1.1 needs
+#: ``||x||_2 <= B_x``, Cors. D.0.1/D.0.2 ``||x||_1 <= B_x`` (augmented tokens ``(x, 1)``).
+#: Edelman et al.'s baseline takes l2-type norms: ``||W_c||_{2,1}`` of TT's ``W_c`` (map
+#: ``u -> W_c^T u``) is ``||M^T||_{2,1}``, the column ``l21T``.
+TT_COLUMNS: dict[str, dict[str, str]] = {
+    "trauger_tewari.cor_4_1_1.audited": {
+        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1infT", "B_Wv": "tt.W_v_h{h}_l1infT",
+        "B_QK": "tt.W_QK_h{h}_l11", "B_x": "B_x_aug_l2"},
+    "trauger_tewari.cor_4_1_1.printed": {
+        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1inf", "B_Wv": "tt.W_v_h{h}_l1inf",
+        "B_QK": "tt.W_QK_h{h}_l11", "B_x": "B_x_aug_l2"},
+    "trauger_tewari.cor_d_0_1.audited": {
+        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1infT", "B_Wv": "tt.W_v_h{h}_l1infT",
+        "B_QK": "tt.W_QK_h{h}_l1inf", "B_x": "B_x_aug_l1"},
+    "trauger_tewari.cor_d_0_1.printed": {
+        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1inf", "B_Wv": "tt.W_v_h{h}_l1inf",
+        "B_QK": "tt.W_QK_h{h}_l1inf", "B_x": "B_x_aug_l1"},
+    "trauger_tewari.cor_d_0_2.audited": {
+        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1infT", "B_Wv": "tt.W_v_h{h}_l1infT",
+        "B_QK": "tt.W_QK_h{h}_l21T", "B_x": "B_x_aug_l1"},
+    "trauger_tewari.cor_d_0_2.printed": {
+        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1inf", "B_Wv": "tt.W_v_h{h}_l1inf",
+        "B_QK": "tt.W_QK_h{h}_l21", "B_x": "B_x_aug_l1"},
+    "edelman.single_head_log_T.reconstructed": {
+        "B_w": "tt.w_l2", "B_c2": "tt.W_c_op", "B_c21": "tt.W_c_l21T", "B_v2": "tt.W_v_h{h}_op",
+        "B_v21": "tt.W_v_h{h}_l21T", "B_qk21": "tt.W_QK_h{h}_l21T", "B_x": "B_x_aug_l2"},
+}
+#: Sizes a bound may need, and what they are for a sparse-majority run: ``m`` training
+#: samples, ``d`` the augmented token dimension ``d + 1``, ``k`` the value dimension ``d``, ``T``
+#: the number of tokens the head attends over (bits plus [CLS]).
+SIZE_NAMES: tuple[str, ...] = ("m", "d", "k", "T")
+
+
+def run_sizes(n_train: int, d: int, T: int) -> dict[str, int]:
+    """The sizes of :data:`SIZE_NAMES` of a sparse-majority run (``n_train`` samples, embedding
+    dimension ``d``, ``T`` bits): ``{"m": n_train, "d": d + 1, "k": d, "T": T + 1}``."""
+    n = check_int(n_train, "n_train")
+    dd = check_int(d, "d")
+    t = check_int(T, "T")
+    return {"m": n, "d": dd + 1, "k": dd, "T": t + 1}
+
+
+def quantities_from_norms(row: Mapping[str, Any], sizes: Mapping[str, int], key: str,
+                          head: int) -> dict[str, float | int]:
+    """The ``quantities`` of registered bound ``key`` for head ``head`` of one stored run.
+
+    Parameters
+    ----------
+    row:
+        The run's stored columns (a mapping such as a ``pandas`` row): the ``"tt.*"`` norms of
+        :func:`tt_norms` and the token bounds ``B_x_aug_l1``, ``B_x_aug_l2``.
+    sizes:
+        At least the sizes the bound needs, from :func:`run_sizes`.
+    key:
+        A key of :data:`TT_COLUMNS` (a registered bound).
+    head:
+        Head index ``h >= 0``.
+
+    Returns
+    -------
+    dict
+        Exactly ``get(key).needs``, ready for ``get(key).evaluate(...)``.
+    """
+    if key not in TT_COLUMNS:
+        raise ValueError(f"key must be one of {sorted(TT_COLUMNS)}, got {key!r}")
+    h = check_int(head, "head", 0)
+    from genbounds.bounds.registry import get
+
+    needs = get(key).needs
+    out: dict[str, float | int] = {}
+    for name in needs:
+        if name in TT_COLUMNS[key]:
+            col = TT_COLUMNS[key][name].format(h=h)
+            if col not in row:
+                hint = f"; has the model a head {h}?" if "{h}" in TT_COLUMNS[key][name] else ""
+                raise ValueError(f"row has no column {col!r} (needed as {name} by {key!r}"
+                                 f"{hint})")
+            out[name] = float(row[col])
+        elif name in SIZE_NAMES:
+            if name not in sizes:
+                raise ValueError(f"sizes has no {name!r}, needed by {key!r}")
+            out[name] = int(sizes[name])
+        else:  # pragma: no cover - TT_COLUMNS and the registry disagree
+            raise ValueError(f"no column is mapped to {name!r}, needed by {key!r}")
+    return out
+
+
+def bound_on_run(row: Mapping[str, Any], sizes: Mapping[str, int], key: str, heads: int,
+                 **constants: Any) -> BoundValue:
+    """Registered bound ``key`` on one stored run: the sum of its per-head values.
+
+    Each head is evaluated through the registry (``get(key).evaluate(quantities_from_norms(row,
+    sizes, key, h), **constants)``) and the heads are summed by
+    :func:`genbounds.bounds.trauger_tewari.rademacher_multi_head` (TT Section 4.2, linear in
+    the number of heads; a heuristic for the Keras model, see :func:`tt_correspondence`). The
+    run's constant output offset is *not* included (add ``offset_abs / sqrt(m)``).
+    """
+    from genbounds.bounds.registry import get
+    from genbounds.bounds.trauger_tewari import rademacher_multi_head
+
+    H = check_int(heads, "heads")
+    bound = get(key)
+    per_head = [bound.evaluate(quantities_from_norms(row, sizes, key, h), **constants)
+                for h in range(H)]
+    total = rademacher_multi_head(per_head)
+    return replace(total, valid=all(b.valid for b in per_head),
+                   regime="; ".join(sorted({b.regime for b in per_head if b.regime})),
+                   choices={**per_head[0].choices})

@@ -25,6 +25,15 @@ Seeds: run ``r`` at length ``T`` draws three 32-bit seeds from
 ``numpy.random.SeedSequence([config.seed, T, r])``: data, model initialisation and minibatch
 order, so any single run can be reproduced on its own.
 
+Held-out test set (protocol version 2). The authors keep the epoch with the lowest validation
+loss and then report the gap and the accuracy on that same validation set, which biases both in
+the model's favour. Every run therefore also draws ``n_test`` fresh samples of *its own* task
+(same index set I, same embeddings; new bits) from a **separate** seed stream,
+:func:`heldout_seed` (``SeedSequence([config.seed, T, r, TEST_STREAM])``), after training: the
+training and validation data, the training itself and every number of protocol version 1 are
+unchanged (tested against the version-1 numbers). No selection ever sees the test set; the kept
+weights are evaluated on it once, without autograd and in chunks.
+
 What :func:`run` returns (one entry per run, arrays of length ``len(T_values) * runs_per_T``,
 ordered by ``T`` then run), all at the kept weights:
 
@@ -32,7 +41,10 @@ ordered by ``T`` then run), all at the kept weights:
 * ``l1_norm``: sum over all trainable tensors (kernels *and* biases) of the entrywise l1 norm,
   the quantity of the paper's Figure 1 (:func:`genbounds.spectral.entrywise_l1`);
 * ``train_loss``, ``train_accuracy``, ``val_loss``, ``val_accuracy`` (exact, after training,
-  like the authors' ``model.evaluate`` after ``load_weights``), ``best_epoch``,
+  like the authors' ``model.evaluate`` after ``load_weights``), ``test_loss``,
+  ``test_accuracy`` (the same kept weights on the held-out test set), ``test_seed``
+  (from :func:`heldout_seed`),
+  ``best_epoch``,
   ``stopped_epoch`` (0-based), ``epochs_trained``, ``reached_perfect_train`` (the run stopped
   because its training accuracy reached 1.0; False when ``max_epochs`` ran out first);
 * the norm table of the kept weights (:func:`genbounds.norms.norm_table` of the model's
@@ -66,16 +78,31 @@ import numpy as np
 import torch
 
 from genbounds.bounds.trauger_tewari_notation import tt_correspondence, tt_norms
-from genbounds.data import SparseMajorityBatch, make_sparse_majority_batch
+from genbounds.data import (
+    SparseMajorityBatch,
+    make_sparse_majority_batch,
+    sparse_majority_labels,
+)
 from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models import SparseMajorityMHA
 from genbounds.norms import norm_table
-from genbounds.train import TrainConfig, TrainResult, resolve_device, train_ensemble
+from genbounds.train import (
+    TrainConfig,
+    TrainResult,
+    evaluate_ensemble,
+    resolve_device,
+    train_ensemble,
+)
 
 __all__ = [
-    "EXPERIMENT", "SparseMajorityConfig", "run", "run_seeds", "sweep_configs", "train_config",
-    "train_group",
+    "EXPERIMENT", "TEST_STREAM", "SparseMajorityConfig", "evaluate_heldout", "heldout_seed",
+    "make_heldout_set", "run", "run_seeds", "sweep_configs", "train_config", "train_group",
 ]
+
+#: Extra entropy word of the test-set seed stream (``"TEST"`` in ASCII): the test bits of run
+#: ``r`` at length ``T`` come from ``SeedSequence([seed, T, r, TEST_STREAM])``, a stream that
+#: the training, validation, initialisation and shuffling seeds never touch.
+TEST_STREAM: int = 0x54455354
 
 
 @dataclass(frozen=True)
@@ -90,6 +117,9 @@ class SparseMajorityConfig:
         Independent runs per length (new data set, new initialisation each).
     n_train, n_val:
         Training and validation samples per run.
+    n_test:
+        Held-out test samples per run (drawn after training from a separate seed stream;
+        never used for any selection).
     s, d:
         Size of the sparse index set I (odd) and embedding dimension.
     heads, key_dim:
@@ -108,12 +138,13 @@ class SparseMajorityConfig:
         ``"auto"``, ``"cpu"`` or ``"cuda"``.
     """
 
-    PROTOCOL_VERSION: ClassVar[int] = 1
+    PROTOCOL_VERSION: ClassVar[int] = 2
 
     T_values: tuple[int, ...] = tuple(range(20, 201, 20))
     runs_per_T: int = 5
     n_train: int = 300
     n_val: int = 10000
+    n_test: int = 10000
     s: int = 9
     d: int = 64
     heads: int = 2
@@ -138,7 +169,7 @@ class SparseMajorityConfig:
                 raise ValueError(f"T_values entries must be >= s = {self.s}, got {T}")
         if len(set(self.T_values)) != len(self.T_values):
             raise ValueError(f"T_values must not repeat, got {self.T_values}")
-        for name in ("runs_per_T", "n_train", "n_val", "s", "d", "heads", "key_dim",
+        for name in ("runs_per_T", "n_train", "n_val", "n_test", "s", "d", "heads", "key_dim",
                      "batch_size", "max_epochs"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -154,7 +185,8 @@ class SparseMajorityConfig:
 
     @classmethod
     def paper(cls, device: str = "auto") -> SparseMajorityConfig:
-        """The authors' protocol: T = 20, 40, ..., 200, 5 runs, 300 / 10,000 samples,
+        """The authors' protocol: T = 20, 40, ..., 200, 5 runs, 300 / 10,000 samples (plus
+        10,000 held-out test samples, which the authors did not have),
         2 heads of key dimension 64, d = 64, s = 9, SGD(0.01, momentum 0.9), batch 128,
         decay 0.999 per epoch with floor 0.001, at most 200,000 epochs."""
         return cls(device=device)
@@ -165,7 +197,8 @@ class SparseMajorityConfig:
 
         It keeps the data (300 training samples, s = 9, d = 64), the model, the loss, the batch
         size, the stopping rule and the kept epoch of the protocol, and changes: T in (20, 60,
-        100, 140, 200), 3 runs per T, 1,000 validation samples, at most 600 epochs, and
+        100, 140, 200), 3 runs per T, 1,000 validation samples (5,000 held-out test samples),
+        at most 600 epochs, and
         **Adam** (Keras defaults, learning rate 1e-3, no decay) instead of SGD.
 
         Why not SGD: with the protocol's SGD (0.01, momentum 0.9) the Keras-initialised model
@@ -178,7 +211,7 @@ class SparseMajorityConfig:
         stopping rule); ``reached_perfect_train`` records, per run, whether it did (at this
         scale most runs do not).
         """
-        return cls(T_values=(20, 60, 100, 140, 200), runs_per_T=3, n_val=1000,
+        return cls(T_values=(20, 60, 100, 140, 200), runs_per_T=3, n_val=1000, n_test=5000,
                    optimizer="adam", lr=1e-3, momentum=0.0, lr_decay=1.0, lr_floor=0.0,
                    max_epochs=600, device=device)
 
@@ -217,6 +250,65 @@ def run_seeds(config: SparseMajorityConfig, T: int, run: int) -> tuple[int, int,
     """``(data_seed, model_seed, shuffle_seed)`` of run ``run`` at length ``T``."""
     state = np.random.SeedSequence([config.seed, int(T), int(run)]).generate_state(3)
     return int(state[0]), int(state[1]), int(state[2])
+
+
+def heldout_seed(config: SparseMajorityConfig, T: int, run: int) -> int:
+    """Seed of the held-out test bits of run ``run`` at length ``T``.
+
+    From ``SeedSequence([config.seed, T, run, TEST_STREAM])``: a different entropy, hence a
+    stream independent of :func:`run_seeds`, so adding the test set changes no training,
+    validation, initialisation or shuffling draw.
+    """
+    state = np.random.SeedSequence([config.seed, int(T), int(run), TEST_STREAM]).generate_state(1)
+    return int(state[0])
+
+
+def make_heldout_set(
+    config: SparseMajorityConfig, T: int, batch: SparseMajorityBatch
+) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """The held-out test bits ``(K, n_test, T)`` and labels ``(K, n_test)`` of every run.
+
+    Run ``r``'s test set is the task of its own data set (its index set I; the model reads its
+    own embeddings): ``n_test`` uniform bit strings from
+    ``numpy.random.default_rng(heldout_seed(config, T, r))`` labelled by
+    :func:`genbounds.data.sparse_majority_labels`. Returns ``(bits, labels, seeds)``; the bits
+    are int64 on the batch's device.
+    """
+    if not isinstance(config, SparseMajorityConfig):
+        raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
+    if len(batch.datasets) != config.runs_per_T:
+        raise ValueError(f"batch must hold runs_per_T = {config.runs_per_T} data sets, "
+                         f"got {len(batch.datasets)}")
+    seeds = [heldout_seed(config, T, r) for r in range(config.runs_per_T)]
+    bits, labels = [], []
+    for ds, sd in zip(batch.datasets, seeds, strict=True):
+        if ds.T != int(T):
+            raise ValueError(f"batch was built for T = {ds.T}, not T = {T}")
+        b = np.random.default_rng(sd).integers(0, 2, size=(config.n_test, ds.T), dtype=np.int64)
+        bits.append(b)
+        labels.append(sparse_majority_labels(b, ds.subset))
+    device = batch.bits_train.device
+    return (torch.as_tensor(np.stack(bits), device=device),
+            torch.as_tensor(np.stack(labels), device=device), seeds)
+
+
+def evaluate_heldout(
+    config: SparseMajorityConfig, T: int, model: SparseMajorityMHA, batch: SparseMajorityBatch
+) -> dict[str, np.ndarray]:
+    """Loss and accuracy of the model's current (kept) weights on the held-out test sets.
+
+    No autograd, in chunks of the protocol's ``eval_batch_size`` samples per model
+    (:func:`genbounds.train.evaluate_ensemble`), with the training loss (Keras' binary
+    cross-entropy on one-hot labels). Returns ``{"test_loss", "test_accuracy", "test_seed"}``,
+    arrays of shape ``(runs_per_T,)``.
+    """
+    bits, labels, seeds = make_heldout_set(config, T, batch)
+    dtype = next(model.parameters()).dtype
+    res = evaluate_ensemble(model, bits.to(dtype), labels, loss="bce_logits_onehot",
+                            batch_size=train_config(config).eval_batch_size,
+                            device=config.device)
+    return {"test_loss": res["loss"], "test_accuracy": res["accuracy"],
+            "test_seed": np.array(seeds, dtype=np.int64)}
 
 
 def _token_norm_bounds(batch: SparseMajorityBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -294,6 +386,9 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
         add("shuffle_seed", np.array([s[2] for s in seeds], dtype=np.int64))
         for key in ("train_loss", "train_accuracy", "val_loss", "val_accuracy"):
             add(key, res.metrics[key])
+        # the held-out test set: drawn now, from its own seed stream; nothing selects on it
+        for key, val in evaluate_heldout(config, T, model, batch).items():
+            add(key, val)
         add("best_epoch", res.best_epoch)
         add("stopped_epoch", res.stopped_epoch)
         add("epochs_trained", res.stopped_epoch + 1)
