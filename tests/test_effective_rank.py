@@ -1,0 +1,230 @@
+"""Tests for the effective-rank chapter: spectral additions, bounds, retrieval data, experiment."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from genbounds import spectral as sp
+from genbounds.bounds import effective_rank as erb
+from genbounds.bounds.registry import BoundKind
+from genbounds.data.retrieval import make_retrieval
+from genbounds.experiments import effective_rank as ere
+from genbounds.models import EdelmanTransformer
+
+
+# ------------------------------------------------------------------ spectral additions
+def test_rank_measures_hand_values() -> None:
+    M = np.diag([3.0, 1.0])
+    r = sp.rank_measures(M)
+    H = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    assert r["erank"] == pytest.approx(math.exp(H), abs=1e-12)
+    assert r["nuclear_rank_ratio"] == pytest.approx(1.6, abs=1e-12)
+    assert r["participation_ratio"] == pytest.approx(100 / 82, abs=1e-12)
+    assert r["stable_rank"] == pytest.approx(10 / 9, abs=1e-12)
+    assert int(r["energy_rank"]) == 1  # 9/10 of the energy in the first direction
+    assert int(sp.energy_rank(M, 0.95)) == 2
+    assert r["nuclear"] == pytest.approx(4.0) and r["op"] == pytest.approx(3.0)
+    assert r["fro"] == pytest.approx(math.sqrt(10))
+    assert sp.participation_ratio(M) == pytest.approx(100 / 82, abs=1e-12)
+
+
+def test_rank_measures_match_single_functions_and_order() -> None:
+    rng = np.random.default_rng(0)
+    A = torch.softmax(torch.tensor(rng.standard_normal((3, 50, 7, 7)) * 3), dim=-1)
+    r = sp.rank_measures(A)
+    assert r["erank"].shape == (3, 50)
+    assert torch.allclose(r["erank"], sp.effective_rank(A), atol=1e-12)
+    assert torch.allclose(r["stable_rank"], sp.stable_rank(A), atol=1e-12)
+    assert torch.allclose(r["nuclear_rank_ratio"], sp.nuclear_rank_ratio(A), atol=1e-12)
+    assert torch.equal(r["energy_rank"], sp.energy_rank(A))
+    assert torch.all(r["stable_rank"] <= r["nuclear_rank_ratio"] + 1e-12)
+    assert torch.all(r["nuclear_rank_ratio"] <= r["erank"] + 1e-12)
+    assert torch.all(r["stable_rank"] <= r["participation_ratio"] + 1e-12)
+
+
+def test_rank_measure_input_checks() -> None:
+    with pytest.raises(ValueError, match="fraction"):
+        sp.energy_rank(np.eye(2), 0.0)
+    with pytest.raises(ValueError, match="fraction"):
+        sp.rank_measures(np.eye(2), fraction=1.5)
+    with pytest.raises(ValueError, match="zero matrix"):
+        sp.participation_ratio(np.zeros((2, 2)))
+    assert int(sp.energy_rank(np.eye(4), 1.0)) == 4
+
+
+# ------------------------------------------------------------------ bounds module
+def _model(layers: int = 2) -> tuple[EdelmanTransformer, torch.Tensor]:
+    m = EdelmanTransformer(d=6, k=3, heads=2, layers=layers, n_models=2, seeds=[3, 4],
+                           dtype=torch.float64)
+    X = torch.randn(2, 4, 5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    return m, X / 3
+
+
+def test_edelman_forward_equals_model_and_attention() -> None:
+    model, X = _model()
+    f, A = erb.edelman_forward(model, X)
+    assert torch.allclose(f, model(X), atol=1e-13)
+    for i in range(model.layers):
+        assert torch.allclose(A[i], model.attention(X, i), atol=1e-13)
+    with pytest.raises(ValueError, match="attention"):
+        erb.edelman_forward(model, X, [A[0]])
+    with pytest.raises(ValueError, match="X"):
+        erb.edelman_forward(model, X[..., :3])
+
+
+def test_sensitivity_matrices_first_order_and_cls_row() -> None:
+    model, X = _model()
+    f0, A = erb.edelman_forward(model, X)
+    Z = erb.sensitivity_matrices(model, X)
+    g = torch.Generator().manual_seed(2)
+    dA = [1e-7 * torch.randn(a.shape, dtype=torch.float64, generator=g) for a in A]
+    f1, _ = erb.edelman_forward(model, X, [a + d for a, d in zip(A, dA, strict=True)])
+    lin = sum((z * d).sum(dim=(-3, -2, -1)) for z, d in zip(Z, dA, strict=True))
+    assert torch.allclose(f1 - f0, lin, rtol=1e-4, atol=1e-15)
+    assert torch.all(Z[-1][..., :-1, :] == 0)  # [CLS] read-out: only the last row matters
+
+
+def test_value_path_lipschitz_hand_value() -> None:
+    model = EdelmanTransformer(d=2, k=2, heads=1, layers=1, n_models=1, seeds=[0],
+                               dtype=torch.float64)
+    with torch.no_grad():
+        model.W_v.copy_(torch.diag(torch.tensor([2.0, 1.0]))[None, None, None])
+        model.W_c.copy_(torch.diag(torch.tensor([1.0, 3.0]))[None, None, None])
+        model.w.copy_(torch.tensor([[3.0, 4.0]]))
+    assert erb.value_path_lipschitz(model.view())[0] == pytest.approx(5.0 * 2.0 * 3.0)
+    with pytest.raises(ValueError, match="view"):
+        erb.value_path_lipschitz("x")  # type: ignore[arg-type]
+
+
+def test_per_sample_and_shared_sups() -> None:
+    Z = torch.zeros(2, 2, 2, dtype=torch.float64)
+    Z[0] = torch.tensor([[1.0, -2.0], [0.5, 0.0]])
+    Z[1] = torch.tensor([[0.0, 3.0], [-1.0, 1.0]])
+    sigma = torch.tensor([[1.0, 1.0], [1.0, -1.0]])
+    ps = erb.per_sample_sups(Z, sigma, R=1.0)
+    # row-stochastic sup: sum_t max_s sigma Z
+    # sample 0 (+): 1 + 0.5; sample 1 (+): 3 + 1; sample 1 (-): 0 + 1
+    assert ps["row_stochastic"] == pytest.approx([1.5 + 4.0, 1.5 + 1.0])
+    # rank one: max_s colsum; colsums Z0 = (1.5, -2), Z1 = (-1, 4)
+    assert ps["rank_one"] == pytest.approx([1.5 + 4.0, 1.5 + 1.0])
+    op = sum(float(torch.linalg.matrix_norm(z, 2)) for z in Z)
+    assert ps["relaxation"] == pytest.approx([math.sqrt(2) * op] * 2)
+    sh = erb.shared_sups(Z, sigma, R=1.0)
+    M0, M1 = Z[0] + Z[1], Z[0] - Z[1]
+    assert sh["row_stochastic"][0] == pytest.approx(float(M0.amax(dim=-1).sum()))
+    assert sh["rank_one"][1] == pytest.approx(float(M1.sum(dim=0).max()))
+    assert np.all(sh["rank_one"] <= sh["row_stochastic"] + 1e-12)
+    with pytest.raises(ValueError, match="sigma"):
+        erb.per_sample_sups(Z, sigma[:, :1], R=1.0)
+    with pytest.raises(ValueError, match="Z"):
+        erb.shared_sups(Z[:, :1], sigma, R=1.0)
+
+
+def test_hoelder_duality_by_ascent_and_l1_projection() -> None:
+    p = erb.project_l1_ball_nonneg(torch.tensor([3.0, 1.0, 0.0], dtype=torch.float64), 2.0)
+    assert torch.allclose(p, torch.tensor([2.0, 0.0, 0.0], dtype=torch.float64))
+    p = erb.project_l1_ball_nonneg(torch.tensor([1.0, 1.0], dtype=torch.float64), 1.0)
+    assert torch.allclose(p, torch.tensor([0.5, 0.5], dtype=torch.float64))
+    Z = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=torch.float64)
+    got = erb.hoelder_sup_projected_ascent(Z, 2.0, steps=100)
+    assert got == pytest.approx(2.0 * float(torch.linalg.matrix_norm(Z, 2)), rel=1e-8)
+
+
+def test_bounds_values_and_registry() -> None:
+    v = erb.THM1_PRINTED.evaluate({"L_tot": 2.0, "R": 3.0, "m": 100})
+    expect = 2.0 * math.sqrt(3 * math.log(100) / 100) + math.sqrt(math.log(20) / 100)
+    assert v.value == pytest.approx(expect) and v.kind is BoundKind.GAP and not v.valid
+    v2 = erb.THM1_PRINTED.evaluate({"L_tot": 2.0, "R": 3.0, "m": 100}, C=0.5, c=0.0)
+    assert v2.value == pytest.approx(0.5 * 2.0 * math.sqrt(3 * math.log(100) / 100))
+    a = erb.THM1_AUDITED.evaluate({"Z_op_mean": 0.1, "R": 2.0, "n": 8, "m": 50})
+    dev = 3 / math.sqrt(2) * math.sqrt(math.log(40) / 50)
+    assert a.value == pytest.approx(2 * 4.0 * 0.1 + dev) and a.valid
+    # the as-derived complexity term does not depend on m
+    a2 = erb.theorem1_as_derived(0.1, 2.0, 8, 5000)
+    assert a2.terms["2 Rad (eq. 20)"] == pytest.approx(a.terms["2 Rad (eq. 20)"])
+    s = erb.SHARED_ATTENTION_AUDITED.evaluate({"Z_op_max": 1.0, "R": 2.0, "n": 8, "m": 50})
+    assert s.terms["2 Rad (Khintchine)"] == pytest.approx(
+        2 * 4.0 * math.sqrt(2 * math.log(16) / 50))
+    for bad in ({"L_tot": -1.0, "R": 1.0, "m": 10}, {"L_tot": 1.0, "R": 0.0, "m": 10},
+                {"L_tot": 1.0, "R": 1.0, "m": 1}):
+        with pytest.raises(ValueError):
+            erb.THM1_PRINTED.evaluate(bad)
+    with pytest.raises(ValueError, match="delta"):
+        erb.theorem1_printed(1.0, 1.0, 10, delta=1.5)
+
+
+def test_shared_bound_dominates_monte_carlo() -> None:
+    """The Khintchine bound on the shared class is >= its Monte Carlo relaxation estimate."""
+    g = np.random.default_rng(0)
+    Z = torch.tensor(g.standard_normal((64, 6, 6)))
+    sig = torch.tensor(g.integers(0, 2, (400, 64)) * 2.0 - 1.0)
+    est = erb.shared_sups(Z, sig, R=2.0)["relaxation"].mean() / 64
+    zmax = float(torch.linalg.matrix_norm(Z, 2).max())
+    bound = erb.shared_attention_gap(zmax, 2.0, 6, 64).terms["2 Rad (Khintchine)"] / 2
+    assert est <= bound
+
+
+# ------------------------------------------------------------------ retrieval data
+def test_retrieval_data() -> None:
+    r = make_retrieval(5, 20, 30, 16, seed=3)
+    assert r.X_train.shape == (20, 6, 16) and r.X_test.shape == (30, 6, 16)
+    assert r.orthonormal
+    assert np.allclose(np.linalg.norm(r.X_train, axis=-1), 1.0)
+    assert np.array_equal(r.y_train, r.bits_train[:, r.target])
+    assert set(np.unique(r.y_test)) <= {-1, 1}
+    r2 = make_retrieval(5, 20, 30, 16, seed=3)
+    assert np.array_equal(r.X_test, r2.X_test) and r.target == r2.target
+    assert not make_retrieval(10, 4, 4, 5).orthonormal
+    with pytest.raises(ValueError, match="d"):
+        make_retrieval(5, 2, 2, 1)
+    with pytest.raises(ValueError, match="n_test"):
+        make_retrieval(5, 2, 0, 4)
+    X, y, _, _ = r.tensors()
+    assert X.dtype == torch.float32 and y.dtype == torch.int64
+
+
+# ------------------------------------------------------------------ experiment
+def test_units_and_config_checks() -> None:
+    cfg = ere.EffectiveRankConfig.quick()
+    us = ere.units(cfg)
+    assert len(us) == len(set(us))
+    assert all(u.T == 16 and u.d == 64 for u in us if u.task == "mnist01")
+    assert all(u.m + u.n_test <= 1000 for u in us if u.task == "mnist01")
+    assert {u.m for u in us if u.task == "sparse_majority"} >= set(cfg.ms)
+    with pytest.raises(ValueError, match="task"):
+        ere.EffectiveRankUnit(task="nope")
+    with pytest.raises(ValueError, match="multiple"):
+        ere.EffectiveRankUnit(epochs=10, checkpoints=3)
+    with pytest.raises(ValueError, match="mnist01"):
+        ere.EffectiveRankUnit(task="mnist01")
+    with pytest.raises(ValueError, match="mnist01"):
+        ere.units(dataclasses.replace(cfg, width_tasks=("mnist01",)))
+    with pytest.raises(ValueError, match="widths"):
+        ere.EffectiveRankConfig(widths=())
+
+
+def test_run_unit_small() -> None:
+    u = ere.EffectiveRankUnit(task="retrieval", T=4, d=8, k=4, heads=2, layers=2, m=16,
+                              n_test=32, epochs=4, checkpoints=2, n_models=2,
+                              n_rank_inputs=8, n_z=4, device="cpu")
+    out = ere.run_unit(u)
+    assert out["ckpt_erank_mean"].shape == (2, 3)
+    assert out["Z_first"].shape == (2, 4, 5, 5)
+    assert out["A_example"].shape == (2, 2, 2, 5, 5)
+    assert np.all(out["ineq7_min"] >= -1e-9) and np.all(out["ineq8_max"] <= 1 + 1e-9)
+    assert np.all(out["ineq9_max"] <= 1 + 1e-9) and np.all(out["rowsum_err"] < 1e-5)
+    assert np.all(out["erank_max"] >= out["erank_mean"])
+    assert np.all(out["erank_max"] <= u.n + 1e-9)
+    assert np.allclose(out["gap_err"], out["test_err"] - out["train_err"])
+    assert np.all((out["test_ramp"] >= 0) & (out["test_ramp"] <= 1))
+    again = ere.run_unit(u)
+    assert np.array_equal(out["test_err"], again["test_err"])  # reproducible
+    joined = ere.collect([out, again])
+    assert joined["erank_max"].shape == (4,) and "Z_first" not in joined
+    with pytest.raises(ValueError, match="parts"):
+        ere.collect([])
