@@ -76,6 +76,32 @@ def _notebook_buttons(
         )
 
 
+def _dedupe_scripts(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Drop repeated inline scripts from a page.
+
+    Under Sphinx 7.4, sphinx-thebe 0.3.1 registers its inline configuration twice (once with the
+    app, once with the already-initialised builder), so every page declared ``const THEBE_JS_URL``
+    twice: "SyntaxError: Identifier 'THEBE_JS_URL' has already been declared", found by the
+    rendering check. An identical script twice is never intended; keep the first.
+    """
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for js in scripts:
+        # the same inline script is registered once with filename None and once with ''
+        filename = str(getattr(js, "filename", js) or "")
+        key = (filename, repr(sorted(getattr(js, "attributes", {}).items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(js)
+    context["script_files"] = unique
+
+
 def _write_colab_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -93,5 +119,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # after the theme's prep_header_buttons (priority 500, registered first), before its
     # add_header_buttons (priority 501), which reads ``ipynb_source``
     app.connect("html-page-context", _notebook_buttons, priority=500)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("build-finished", _write_colab_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -1,0 +1,228 @@
+"""Publishing: chapters discovered from _toc.yml, Colab notebooks, the Sphinx extension's pieces."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import book_publish  # noqa: E402
+import colab  # noqa: E402
+
+CHAPTER = textwrap.dedent(
+    """\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+        format_version: 0.13
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+
+    # A chapter
+
+    Some text with $x$.
+
+    ```{code-cell} ipython3
+    print(1 + 1)
+    ```
+    """
+)
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    (tmp_path / "book").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n\nNo code here.\n")
+    (tmp_path / "book" / "extra.md").write_text("# Extra\n")
+    (tmp_path / "notebooks" / "01_a.md").write_text(CHAPTER)
+    (tmp_path / "notebooks" / "02_b.md").write_text(CHAPTER.replace("A chapter", "B chapter"))
+    (tmp_path / "_toc.yml").write_text(
+        textwrap.dedent(
+            """\
+            format: jb-book
+            root: book/intro
+            parts:
+              - caption: One
+                chapters:
+                  - file: notebooks/01_a
+                    sections:
+                      - file: book/extra.md
+              - caption: Two
+                chapters:
+                  - file: notebooks/02_b
+            """
+        )
+    )
+    return tmp_path
+
+
+def test_toc_docnames_in_reading_order(book: Path) -> None:
+    assert colab.toc_docnames(book / "_toc.yml") == [
+        "book/intro",
+        "notebooks/01_a",
+        "book/extra",
+        "notebooks/02_b",
+    ]
+
+
+def test_real_toc_lists_existing_chapters() -> None:
+    docs = colab.toc_docnames(ROOT / "_toc.yml")
+    assert docs[0] == "book/intro"
+    for d in docs:
+        assert colab.source_path(ROOT, d).exists()
+    notebooks = colab.notebook_docnames(ROOT)
+    assert "notebooks/01_foundations" in notebooks
+    assert "book/intro" not in notebooks  # prose pages are not notebooks
+
+
+def test_toc_without_root_is_rejected(tmp_path: Path) -> None:
+    (tmp_path / "_toc.yml").write_text("format: jb-book\n")
+    with pytest.raises(ValueError, match="toc_path"):
+        colab.toc_docnames(tmp_path / "_toc.yml")
+
+
+def test_missing_source_names_the_document(book: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="notebooks/99"):
+        colab.source_path(book, "notebooks/99")
+
+
+def test_notebooks_are_found_from_the_toc(book: Path) -> None:
+    assert colab.notebook_docnames(book) == ["notebooks/01_a", "notebooks/02_b"]
+
+
+def test_colab_notebook_has_setup_cell_first_and_no_outputs(book: Path) -> None:
+    nb = colab.colab_notebook(book / "notebooks" / "01_a.md", "git+https://github.com/o/r.git@abc")
+    nbformat.validate(nb)
+    first = nb.cells[0]
+    assert first.cell_type == "code" and colab.SETUP_TAG in first.metadata["tags"]
+    assert '"git+https://github.com/o/r.git@abc"' in first.source
+    assert "GENBOUNDS_PIP_SOURCE" in first.source
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert any("print(1 + 1)" in c.source for c in code)
+    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert "jupytext" not in nb.metadata
+    assert len({c["id"] for c in nb.cells}) == len(nb.cells)
+
+
+def test_prose_page_is_not_a_notebook(book: Path) -> None:
+    with pytest.raises(ValueError, match="path"):
+        colab.colab_notebook(book / "book" / "intro.md", None)
+
+
+def test_write_colab_notebooks(book: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    paths = colab.write_colab_notebooks(book, out, None)
+    nbs = out / "colab" / "notebooks"
+    assert paths == [nbs / "01_a.ipynb", nbs / "02_b.ipynb"]
+    for p in paths:
+        nbformat.validate(nbformat.read(p, as_version=4))
+
+
+def test_repository_source_from_the_actions_environment() -> None:
+    env = {"GITHUB_REPOSITORY": "alice/book", "GITHUB_SHA": "0123abc"}
+    assert colab.repository_source(env) == "git+https://github.com/alice/book.git@0123abc"
+    env["GITHUB_SERVER_URL"] = "https://ghe.example.org/"
+    assert colab.repository_source(env) == "git+https://ghe.example.org/alice/book.git@0123abc"
+    assert colab.repository_source({"GITHUB_REPOSITORY": "alice/book"}).endswith("@main")
+    assert colab.repository_source({}) is None
+    for bad in ("alice", "a/b/c", "alice/bo ok"):
+        with pytest.raises(ValueError, match="GITHUB_REPOSITORY"):
+            colab.repository_source({"GITHUB_REPOSITORY": bad})
+
+
+def test_colab_url_points_at_the_pages_branch() -> None:
+    assert colab.colab_url("alice/book", "notebooks/01_a") == (
+        "https://colab.research.google.com/github/alice/book/blob/gh-pages/"
+        "colab/notebooks/01_a.ipynb"
+    )
+
+
+def _run_setup_cell(
+    source: str | None, tmp_path: Path, env_extra: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run the set-up cell in a Python that cannot import genbounds and has a fake pip."""
+    fake_pip = tmp_path / "fakepip"
+    (fake_pip / "pip").mkdir(parents=True)
+    # a stand-in for `python -m pip install <source>`: records the call and "installs" genbounds
+    (fake_pip / "pip" / "__main__.py").write_text(
+        "import sys, pathlib\n"
+        f"root = pathlib.Path({str(tmp_path)!r})\n"
+        "(root / 'pip-args.txt').write_text(' '.join(sys.argv[1:]))\n"
+        "pkg = root / 'installed' / 'genbounds'\n"
+        "pkg.mkdir(parents=True, exist_ok=True)\n"
+        "(pkg / '__init__.py').write_text('__version__ = \"9.9\"')\n"
+    )
+    (fake_pip / "pip" / "__init__.py").write_text("")
+    (tmp_path / "installed").mkdir(exist_ok=True)
+    code = colab.setup_cell_source(source)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{fake_pip}:{tmp_path / 'installed'}",
+        **env_extra,
+    }
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code],  # -S: no site-packages, so no genbounds
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+    )
+
+
+def test_setup_cell_installs_from_the_repository_when_missing(tmp_path: Path) -> None:
+    res = _run_setup_cell("git+https://github.com/o/r.git@abc", tmp_path, {})
+    assert res.returncode == 0, res.stderr
+    args = (tmp_path / "pip-args.txt").read_text()
+    assert args == "install --quiet git+https://github.com/o/r.git@abc"
+    assert "genbounds 9.9" in res.stdout
+
+
+def test_setup_cell_source_override(tmp_path: Path) -> None:
+    override = {"GENBOUNDS_PIP_SOURCE": "/src/copy"}
+    res = _run_setup_cell("git+https://github.com/o/r.git@abc", tmp_path, override)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "pip-args.txt").read_text() == "install --quiet /src/copy"
+
+
+def test_setup_cell_without_repository_explains(tmp_path: Path) -> None:
+    res = _run_setup_cell(None, tmp_path, {})
+    assert res.returncode != 0
+    assert "GENBOUNDS_PIP_SOURCE" in res.stderr and "pip install -e ." in res.stderr
+    assert not (tmp_path / "pip-args.txt").exists()
+
+
+def test_setup_cell_skips_install_when_importable(tmp_path: Path) -> None:
+    pkg = tmp_path / "installed" / "genbounds"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('__version__ = "1.0"')
+    res = _run_setup_cell(None, tmp_path, {})
+    assert res.returncode == 0, res.stderr
+    assert "genbounds 1.0" in res.stdout
+    assert not (tmp_path / "pip-args.txt").exists()
+
+
+class _Js:
+    def __init__(self, filename: str | None, **attributes: str) -> None:
+        self.filename, self.attributes = filename, attributes
+
+
+def test_duplicate_inline_scripts_are_dropped() -> None:
+    thebe = 'const THEBE_JS_URL = "x"'
+    scripts = [_Js("a.js"), _Js(None, body=thebe), _Js("", body=thebe), _Js("a.js"), _Js("b.js")]
+    context = {"script_files": scripts}
+    book_publish._dedupe_scripts(None, "p", "page.html", context, None)  # type: ignore[arg-type]
+    kept = context["script_files"]
+    assert [(j.filename, j.attributes) for j in kept] == [
+        ("a.js", {}), (None, {"body": thebe}), ("b.js", {})
+    ]

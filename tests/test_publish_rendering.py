@@ -1,0 +1,145 @@
+"""The rendering check finds each fault it promises to find, and passes a clean page.
+
+A small site is written to a temporary directory: one clean page and one page per fault, each
+with the same MathJax the book serves (from the sphinx-mathjax-offline package). The check then
+runs on it in headless Chromium, as it runs on the book in ``make test``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import check_rendering as cr  # noqa: E402
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body {{ margin: 0; }} article.bd-article {{ width: 600px; margin: 0 auto; }}
+.scroll {{ overflow-x: auto; }}</style>
+<script>window.MathJax = {{options: {{processHtmlClass: 'math'}}}};</script>
+<script defer src="{prefix}_static/mathjax/tex-chtml.js"></script>
+</head><body class="tex2jax_ignore"><article class="bd-article">
+<h1 id="top">{title}</h1>
+<p>Inline <span class="math">\\(x^2 + \\sum_i a_i\\)</span> and a figure:</p>
+<img src="{prefix}_static/figure.png" alt="a figure">
+<p><a href="{prefix}good.html#top">back to the clean page</a></p>
+<div class="scroll"><table><tr><td style="white-space: nowrap">{wide}</td></tr></table></div>
+{body}
+</article></body></html>
+"""
+
+FAULTS = {
+    "raw_tex": ("raw TeX in the text", "<p>Unrendered: $\\alpha + 1$ in prose.</p>"),
+    "math_error": ("math error", '<p><span class="math">\\(\\frac{1}{2}}\\)</span></p>'),
+    "undefined_macro": ("undefined TeX command", '<p><span class="math">\\(\\nosu x\\)</span></p>'),
+    "unrendered": ("math not typeset", '<p><span class="math">\\(\\frac{1}{2\\)</span></p>'),
+    "broken_image": ("image did not load", '<img src="_static/missing.png" alt="gone">'),
+    "broken_link": ("broken link", '<p><a href="nowhere.html">a page that is not there</a></p>'),
+    "broken_anchor": ("broken anchor", '<p><a href="good.html#no-such-id">no anchor</a></p>'),
+    "js_error": ("JavaScript error", "<script>undefinedFunction();</script>"),
+    "overflow": ("horizontal overflow", '<div style="width: 1500px">too wide</div>'),
+    "external": ("request outside the site", '<img src="http://127.0.0.2:9/x.png" alt="x">'),
+}
+
+
+def _mathjax_dir() -> Path:
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, cr.PageResult]:
+    try:
+        cr.find_browser()
+    except SystemExit as exc:  # make test needs Chromium; .ci/run installs it
+        pytest.fail(str(exc))
+    site = tmp_path_factory.mktemp("site")
+    static = site / "_static"
+    static.mkdir()
+    (static / "mathjax").symlink_to(_mathjax_dir())
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 20), "steelblue").save(buf, format="PNG")
+    (static / "figure.png").write_bytes(buf.getvalue())
+    wide = "a long table row that scrolls inside its container " * 8
+    pages = {"good": ""} | {name: body for name, (_, body) in FAULTS.items()}
+    for name, body in pages.items():
+        (site / f"{name}.html").write_text(PAGE.format(title=name, prefix="", wide=wide, body=body))
+    (site / "index.html").write_text('<meta http-equiv="refresh" content="0; url=good.html">')
+    toc = site / "_toc.yml"
+    chapters = "".join(f"  - file: {name}\n" for name in FAULTS)
+    toc.write_text(f"format: jb-book\nroot: good\nchapters:\n{chapters}")
+    results = cr.run(site, site / "shots", toc, width=1000, height=700, mathjax_timeout_s=60)
+    return {r.docname: r for r in results}
+
+
+def test_clean_page_passes(report: dict[str, cr.PageResult]) -> None:
+    good = report["good"]
+    assert good.errors == []
+    assert good.mathjax.startswith("3.")  # served from the site, no network
+    assert good.math_count == 1 and good.image_count == 1
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_each_fault_is_found(report: dict[str, cr.PageResult], name: str) -> None:
+    expected = FAULTS[name][0]
+    errors = report[name].errors
+    assert any(expected in e for e in errors), errors
+
+
+def test_screenshots_are_full_pages(report: dict[str, cr.PageResult]) -> None:
+    for r in report.values():
+        shot = Image.open(r.screenshot)
+        assert shot.size[0] >= 900
+        assert shot.size[1] >= 300  # the whole page, not an empty frame
+        assert len(shot.convert("L").getcolors(maxcolors=1 << 16) or [0, 0]) > 1
+
+
+def test_missing_book_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="make book"):
+        cr.run(tmp_path, tmp_path / "shots", ROOT / "_toc.yml")
+
+
+def test_site_index_links(tmp_path: Path) -> None:
+    (tmp_path / "a.html").write_text('<h1 id="x">A</h1><a name="y"></a>')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "index.html").write_text("<p>sub</p>")
+    site = cr.SiteIndex(tmp_path)
+    origin = "http://127.0.0.1:1"
+    assert site.check(f"{origin}/a.html#x", origin) is None
+    assert site.check(f"{origin}/a.html#y", origin) is None
+    assert site.check(f"{origin}/sub/", origin) is None
+    assert "broken anchor" in (site.check(f"{origin}/a.html#z", origin) or "")
+    assert "broken link" in (site.check(f"{origin}/b.html", origin) or "")
+    assert "leaves the site" in (site.check(f"{origin}/../etc/passwd", origin) or "")
+
+
+def test_serve_is_local_and_stops(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    (tmp_path / "p.html").write_text("hello")
+    with cr.serve(tmp_path) as (base, failed):
+        assert base.startswith("http://127.0.0.1:")
+        assert urllib.request.urlopen(f"{base}/p.html", timeout=10).read() == b"hello"
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"{base}/missing.html", timeout=10)
+        assert failed and failed[0].startswith("404")
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{base}/p.html", timeout=2)
+
+
+def test_missing_browser_fails_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(cr, "CHROMIUM_CANDIDATES", ("/nonexistent/chromium",))
+    with pytest.raises(SystemExit, match="apt-get install -y chromium chromium-driver"):
+        cr.find_browser()

@@ -1,0 +1,51 @@
+"""``make lab``: JupyterLab in the project's environment, with the chapters as notebooks.
+
+The chapters are jupytext MyST files (``notebooks/*.md``). JupyterLab is started from the
+repository root with the environment's own kernel (``python3`` of ``.venv``, where ``genbounds``
+is installed), and with jupytext's contents manager (enabled by the jupytext package), so a
+double-click on a chapter opens it as a notebook (the default viewer for Markdown and MyST files
+is set to "Jupytext Notebook" through ``tools/jupyterlab-overrides.json``). Saving writes the cells
+back to the ``.md`` file; outputs are not kept in it. Any extra argument goes to ``jupyter lab``:
+
+    python tools/lab.py --no-browser --port 8899
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OVERRIDES = Path(__file__).resolve().parent / "jupyterlab-overrides.json"
+
+
+def settings_dir(prefix: str = sys.prefix) -> Path:
+    """JupyterLab's application settings directory of this environment (for overrides.json)."""
+    return Path(prefix) / "share" / "jupyter" / "lab" / "settings"
+
+
+def install_overrides(prefix: str = sys.prefix) -> Path:
+    target = settings_dir(prefix) / "overrides.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(OVERRIDES, target)
+    return target
+
+
+def command(extra: list[str]) -> list[str]:
+    jupyter = Path(sys.executable).parent / "jupyter"
+    return [str(jupyter), "lab", f"--ServerApp.root_dir={ROOT}", *extra]
+
+
+def main(argv: list[str] | None = None) -> int:
+    extra = list(sys.argv[1:] if argv is None else argv)
+    install_overrides()
+    cmd = command(extra)
+    print("lab:", " ".join(cmd), flush=True)
+    os.execv(cmd[0], cmd)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())
