@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
@@ -252,27 +251,70 @@ def test_dudley_weight_is_the_integral_weight(A: float, a0: float, n: int, U: fl
         assert cx.dudley_integral(logn, n, U, c=2.0, weight=w) == pytest.approx(r.value, rel=1e-8)
 
 
-def test_dudley_weight_one_is_bitwise_the_bounds_common_solver() -> None:
-    # the copy in genbounds.bounds.common is to be replaced by this one; while it exists, the
-    # two must give identical numbers (no result of the Trauger-Tewari chapter may change)
-    try:
-        common = importlib.import_module("genbounds.bounds.common")
-    except ModuleNotFoundError:
-        pytest.skip("genbounds.bounds.common has been removed; complexity's solver is the one")
-    if getattr(common, "dudley_inverse_square", None) is cx.dudley_inverse_square:
-        pytest.skip("bounds.common already uses genbounds.complexity's solver")
-    cases = [(4.0, 3.0, 500, 1.0), (0.5, 0.0, 100, 2.0), (100.0, 5.0, 300, 1.0),
-             (1e-3, 2.0, 1000, 1.0), (400.0, 1.0, 50, 1.0), (1.0, 10.0, 5, 1.0),
-             (0.0, 4.0, 100, 2.0), (3.7, 0.0, 17, 0.3)]
-    for A, a0, n, U in cases:
-        for integral in ("split", "exact"):
-            for delta in ("closed_form", "numeric", 0.5 * U):
-                kw = {"c": 12.0, "delta": delta, "integral": integral}
-                old = common.dudley_inverse_square(A, a0, n, U, **kw)
-                new = cx.dudley_inverse_square(A, a0, n, U, **kw)  # type: ignore[arg-type]
-                for f in ("value", "objective", "delta", "delta_stationary",
-                          "closed_form_valid", "const_term", "cover_term"):
-                    assert getattr(new, f) == getattr(old, f), (A, a0, n, U, integral, delta, f)
+# Numbers returned by genbounds.bounds.common.dudley_inverse_square (c = 12) before it was merged
+# into this solver (commit 2b0fcb3 checked them field by field against that copy): at weight 1
+# the merged solver must reproduce them bit for bit, so no Trauger-Tewari number changes.
+_GOLDEN_WEIGHT_ONE = [  # (A, a0, n, U, integral, delta, value.hex(), delta.hex())
+    (4.0, 3.0, 500, 1.0, "split", "closed_form", "0x1.2079e050d604dp+2", "0x1.8d1e35a279fcbp-4"),
+    (4.0, 3.0, 500, 1.0, "split", "numeric", "0x1.2079e050d604dp+2", "0x1.8d1e35ff79266p-4"),
+    (4.0, 3.0, 500, 1.0, "split", 0.5, "0x1.cd5bb1f19eee8p+2", "0x1.0000000000000p-1"),
+    (4.0, 3.0, 500, 1.0, "exact", "closed_form", "0x1.eca42ac276ccdp+1", "0x1.6f761fa333f77p-4"),
+    (4.0, 3.0, 500, 1.0, "exact", "numeric", "0x1.eca42ac276ccep+1", "0x1.6f761f446fd81p-4"),
+    (4.0, 3.0, 500, 1.0, "exact", 0.5, "0x1.b85d0cde869e3p+2", "0x1.0000000000000p-1"),
+    (0.5, 0.0, 100, 2.0, "split", "closed_form", "0x1.d79ff287b525cp+1", "0x1.21a1851ff630ap-4"),
+    (0.5, 0.0, 100, 2.0, "split", "numeric", "0x1.d79ff287b525cp+1", "0x1.21a1852a5523fp-4"),
+    (0.5, 0.0, 100, 2.0, "split", 1.0, "0x1.92d22a32166f0p+3", "0x1.0000000000000p+0"),
+    (0.5, 0.0, 100, 2.0, "exact", "closed_form", "0x1.d79ff287b525ep+1", "0x1.21a1851ff630ap-4"),
+    (0.5, 0.0, 100, 2.0, "exact", "numeric", "0x1.d79ff287b525cp+1", "0x1.21a1852a3985dp-4"),
+    (0.5, 0.0, 100, 2.0, "exact", 1.0, "0x1.92d22a32166f0p+3", "0x1.0000000000000p+0"),
+    (100.0, 5.0, 300, 1.0, "split", "closed_form", "0x1.6a69f2a5a7cd0p+3", "0x1.536c300b89a92p-1"),
+    (100.0, 5.0, 300, 1.0, "split", "numeric", "0x1.6a69f2a5a7cd0p+3", "0x1.536c2fa83c779p-1"),
+    (100.0, 5.0, 300, 1.0, "split", 0.5, "0x1.7275a5a10a241p+3", "0x1.0000000000000p-1"),
+    (100.0, 5.0, 300, 1.0, "exact", "closed_form", "0x1.594f48dd5ccfcp+3", "0x1.2a19119ca7311p-1"),
+    (100.0, 5.0, 300, 1.0, "exact", "numeric", "0x1.594f48dd5ccfbp+3", "0x1.2a191153c3dd6p-1"),
+    (100.0, 5.0, 300, 1.0, "exact", 0.5, "0x1.5bbc26b6e20d3p+3", "0x1.0000000000000p-1"),
+    (1e-3, 2.0, 1000, 1.0, "split", "closed_form", "0x1.43127a6231eb1p-1", "0x1.126a909478396p-10"),
+    (1e-3, 2.0, 1000, 1.0, "split", "numeric", "0x1.43127a6231eb1p-1", "0x1.126a91faab357p-10"),
+    (1e-3, 2.0, 1000, 1.0, "split", 0.5, "0x1.91b4911a771d6p+2", "0x1.0000000000000p-1"),
+    (1e-3, 2.0, 1000, 1.0, "exact", "closed_form", "0x1.2a0bd683a652dp-1", "0x1.066812ddb302ep-10"),
+    (1e-3, 2.0, 1000, 1.0, "exact", "numeric", "0x1.2a0bd683a652dp-1", "0x1.06681292d44e8p-10"),
+    (1e-3, 2.0, 1000, 1.0, "exact", 0.5, "0x1.912e7c6ca4b91p+2", "0x1.0000000000000p-1"),
+    (400.0, 1.0, 50, 1.0, "split", "closed_form", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (400.0, 1.0, 50, 1.0, "split", "numeric", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (400.0, 1.0, 50, 1.0, "split", 0.5, "0x1.e5fede274036ap+4", "0x1.0000000000000p-1"),
+    (400.0, 1.0, 50, 1.0, "exact", "closed_form", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (400.0, 1.0, 50, 1.0, "exact", "numeric", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (400.0, 1.0, 50, 1.0, "exact", 0.5, "0x1.d8ac7024e3b7ep+4", "0x1.0000000000000p-1"),
+    (1.0, 10.0, 5, 1.0, "split", "closed_form", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (1.0, 10.0, 5, 1.0, "split", "numeric", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (1.0, 10.0, 5, 1.0, "split", 0.5, "0x1.23481666a2e58p+4", "0x1.0000000000000p-1"),
+    (1.0, 10.0, 5, 1.0, "exact", "closed_form", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (1.0, 10.0, 5, 1.0, "exact", "numeric", "0x1.8000000000000p+3", "0x1.0000000000000p+0"),
+    (1.0, 10.0, 5, 1.0, "exact", 0.5, "0x1.e946d7526ba53p+3", "0x1.0000000000000p-1"),
+    (0.0, 4.0, 100, 2.0, "split", "closed_form", "0x1.3333333333334p+2", "0x0.0p+0"),
+    (0.0, 4.0, 100, 2.0, "split", "numeric", "0x1.3333333333334p+2", "0x0.0p+0"),
+    (0.0, 4.0, 100, 2.0, "split", 1.0, "0x1.cccccccccccccp+3", "0x1.0000000000000p+0"),
+    (0.0, 4.0, 100, 2.0, "exact", "closed_form", "0x1.3333333333334p+2", "0x0.0p+0"),
+    (0.0, 4.0, 100, 2.0, "exact", "numeric", "0x1.3333333333334p+2", "0x0.0p+0"),
+    (0.0, 4.0, 100, 2.0, "exact", 1.0, "0x1.cccccccccccccp+3", "0x1.0000000000000p+0"),
+    (3.7, 0.0, 17, 0.3, "split", "closed_form", "0x1.cccccccccccccp+1", "0x1.3333333333333p-2"),
+    (3.7, 0.0, 17, 0.3, "split", "numeric", "0x1.cccccccccccccp+1", "0x1.3333333333333p-2"),
+    (3.7, 0.0, 17, 0.3, "split", 0.15, "0x1.6b8ca440f7207p+2", "0x1.3333333333333p-3"),
+    (3.7, 0.0, 17, 0.3, "exact", "closed_form", "0x1.cccccccccccccp+1", "0x1.3333333333333p-2"),
+    (3.7, 0.0, 17, 0.3, "exact", "numeric", "0x1.cccccccccccccp+1", "0x1.3333333333333p-2"),
+    (3.7, 0.0, 17, 0.3, "exact", 0.15, "0x1.6b8ca440f7206p+2", "0x1.3333333333333p-3"),
+]
+
+
+@pytest.mark.parametrize(("A", "a0", "n", "U", "integral", "delta", "value_hex", "delta_hex"),
+                         _GOLDEN_WEIGHT_ONE)
+def test_dudley_weight_one_reproduces_the_former_bounds_solver_bitwise(
+        A: float, a0: float, n: int, U: float, integral: str, delta: object, value_hex: str,
+        delta_hex: str) -> None:
+    r = cx.dudley_inverse_square(A, a0, n, U, c=12.0, delta=delta,  # type: ignore[arg-type]
+                                 integral=integral)  # type: ignore[arg-type]
+    assert r.value == float.fromhex(value_hex)
+    assert r.delta == float.fromhex(delta_hex)
 
 
 @pytest.mark.parametrize(("dim", "r", "n"), [(5, 1.0, 20), (3, 2.0, 12), (50, 1.0, 100)])
