@@ -35,8 +35,9 @@ Printed and audited forms (see the chapter ``notebooks/03_shallow_gd.md`` for th
   (``log 2`` at label 0, ``log(1 + e^{-1})`` at label 1).
 * **Theorem 5 printed**: Lemma 4 printed ``+ c_O (sqrt(P/N)(1 + log(A sqrt(N/P))) +
   sqrt(log(R/delta)/N))`` with the hidden constant ``c_O`` made explicit. Audited: Lemma 4
-  audited ``+ 2 Rad_aud + 3 c_loss sqrt(log(2 ceil(R)/delta)/(2N))`` with ``c_loss = log(1 +
-  e^A)`` the range of the logistic loss on ``|f| <= A`` and the union bound over ``R_i = i``.
+  audited ``+ 2 Rad_aud + 3 c_loss sqrt((log(2/delta) + union)/(2N))`` with ``c_loss = log(1 +
+  e^A)`` the range of the logistic loss on ``|f| <= A`` and a weighted union bound over a grid
+  of the four radii (:func:`theorem5_audited`).
 
 Every bound is valid only where its hypotheses hold; ``BoundValue.valid`` is False where a
 measured hypothesis (``d_m >= c_dm N^3``, the two conditions on ``alpha``) fails.
@@ -82,6 +83,7 @@ __all__ = [
     "lemma4_printed",
     "m_quantity",
     "pre_features",
+    "radius_grid",
     "rho_wu",
     "shallow_gd_quantities",
     "theorem5_audited",
@@ -383,37 +385,53 @@ def theorem5_printed(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0:
                       regime="printed statement (see the audit); " + l4.regime)
 
 
+def radius_grid(R: float, grid: float) -> tuple[int, float]:
+    """``(k, k * grid)`` with ``k = max(1, ceil(R / grid))``: the grid point at or above ``R``."""
+    check_nonnegative(R, "R")
+    k = max(1, math.ceil(R / check_positive(grid, "grid") - 1e-12))
+    return k, k * grid
+
+
 def theorem5_audited(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: float, alpha: float,
                      phi0: float, ell_yy: float, W_Q0_fro: float, W_K0_fro: float,
                      W_V0_fro: float, w_O0_l2: float, W_Q0_spectral: float,
                      W_K0_spectral: float, W_V0_spectral: float, R_Q: float, R_K: float,
                      R_V: float, R_O: float, delta: float = 0.05,
                      c: float = DUDLEY_C_BARTLETT_2017, c_cov: float = 1.0,
-                     c_dm: float = 1.0) -> BoundValue:
-    """Audited Theorem 5: ``L_D <= Lemma4_aud + 2 Rad_aud + 3 c_loss sqrt(log(2 ceil(R)/delta)
-    / (2N))`` with ``c_loss = log(1 + e^A)``; valid iff Lemma 4's measured hypotheses hold."""
+                     c_dm: float = 1.0, grid: float = 0.1) -> BoundValue:
+    """Audited Theorem 5: ``L_D <= Lemma4_aud + 2 Rad_aud + 3 c_loss sqrt((log(2/delta) +
+    sum_b log(k_b (k_b + 1))) / (2N))``.
+
+    The four radii are chosen after training, so each is rounded up to the grid ``{k grid : k =
+    1, 2, ...}`` (``k_b`` per block) and the classes of the grid are combined by a weighted union
+    bound (confidence ``delta / prod_b k_b (k_b + 1)`` for the class ``(k_Q, k_K, k_V, k_O)``,
+    which sums to at most ``delta``); the rounded radii enter ``eta``, ``xi``, ``M``, ``z``.
+    ``c_loss = log(1 + e^A)`` is the range of the logistic loss on ``|f| <= A``. ``valid`` iff
+    Lemma 4's measured hypotheses hold.
+    """
     init = dict(W_Q0_fro=W_Q0_fro, W_K0_fro=W_K0_fro, W_V0_fro=W_V0_fro, w_O0_l2=w_O0_l2,
                 W_Q0_spectral=W_Q0_spectral, W_K0_spectral=W_K0_spectral,
                 W_V0_spectral=W_V0_spectral)
-    l4 = lemma4_audited(N, d_s, d_m, R_X, alpha, phi0, ell_yy, R_Q=R_Q, R_K=R_K, R_V=R_V,
-                        R_O=R_O, c_dm=c_dm, **init)
-    e = _common(R_Q=R_Q, R_K=R_K, R_V=R_V, R_O=R_O, **init)
+    ks, Rs = zip(*(radius_grid(r, grid) for r in (R_Q, R_K, R_V, R_O)), strict=True)
+    l4 = lemma4_audited(N, d_s, d_m, R_X, alpha, phi0, ell_yy, R_Q=Rs[0], R_K=Rs[1], R_V=Rs[2],
+                        R_O=Rs[3], c_dm=c_dm, **init)
+    e = _common(R_Q=Rs[0], R_K=Rs[1], R_V=Rs[2], R_O=Rs[3], **init)
     rad = _lemma1_audited(N, d_s, d, d_m, B_X, R_X, e, c, c_cov)
     A = rad.terms["A"]
     c_loss = A + math.log1p(math.exp(-A))  # log(1 + e^A), overflow-safe
-    n_grid = max(1, math.ceil(e["R"]))
     delta = check_probability(delta, "delta")
-    conf = 3.0 * c_loss * math.sqrt(math.log(2 * n_grid / delta) / (2 * N))
+    union = sum(math.log(k * (k + 1)) for k in ks)
+    conf = 3.0 * c_loss * math.sqrt((math.log(2 / delta) + union) / (2 * N))
     val = l4.value + 2.0 * rad.value + conf
     return BoundValue(val, BoundKind.TRUE_LOSS,
                       terms={"training": l4.value, "complexity": 2.0 * rad.value,
                              "confidence": conf, "P": rad.terms["P"], "A": A,
-                             "c_loss": c_loss, "R": e["R"], "grid": float(n_grid)},
+                             "c_loss": c_loss, "R": e["R"], "union_log": union},
                       constants={"delta": delta, "c": c, "c_cov": c_cov, "c_dm": c_dm,
-                                 "loss_lipschitz": 1.0},
+                                 "grid": grid, "loss_lipschitz": 1.0},
                       choices=dict(rad.choices), name="L_D(f) (audited)",
                       reference=f"{_REF}, Theorem 5 (audited)",
-                      assumptions=_ASSUME_L4 + ("f in the ball of radius R around theta^0",),
+                      assumptions=_ASSUME_L4 + ("theta^t within the rounded radii of theta^0",),
                       valid=l4.valid, regime=l4.regime + "; " + rad.regime)
 
 
@@ -422,7 +440,7 @@ def theorem5_audited(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: float,
 # ------------------------------------------------------------------------------------------
 
 
-def pre_features(view: ModelView, X: torch.Tensor, chunk: int = 512) -> torch.Tensor:
+def pre_features(view: ModelView, X: torch.Tensor, chunk: int = 128) -> torch.Tensor:
     """``F_pre``: ``(K, N, d_m)`` mean-pooled ReLU features of the view's weights on ``X``.
 
     Computed from the view alone (column orientation, ``s_ij = x_i^T W_QK x_j``), independently
@@ -623,6 +641,6 @@ register(Bound(key="shallow_gd.theorem_5.audited", paper=PAPER, statement="Theor
                kind=BoundKind.TRUE_LOSS, form="audited",
                needs=("N", "d_s", "d", "d_m", "R_X", "B_X", "alpha", "phi0", "ell_yy") + _INIT,
                constants={"delta": 0.05, "c": DUDLEY_C_BARTLETT_2017, "c_cov": 1.0,
-                          "c_dm": 1.0},
+                          "c_dm": 1.0, "grid": 0.1},
                fn=lambda form, **kw: theorem5_audited(**kw), fixed={"form": "audited"},
                description="true loss: Lemma 4 audited + 2 Rad audited + 3 log(1+e^A) sqrt(..)"))
