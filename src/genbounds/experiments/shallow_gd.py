@@ -252,9 +252,9 @@ def run_unit(unit: ShallowGDUnit, progress: bool = False) -> dict[str, np.ndarra
     const("lr", unit.lr)
     rows["model_seed"] = np.array(unit.model_seeds(), dtype=np.int64)
     q0 = shallow_gd_quantities(model.view(initial_state=init), torch.from_numpy(X), y)
-    for key, val in q0.items():
+    for key, arr in q0.items():
         if key not in ("R_Q", "R_K", "R_V", "R_O", "dist", "rel_dist"):
-            rows[f"init_{key}"] = np.asarray(val, dtype=np.float64)
+            rows[f"init_{key}"] = np.asarray(arr, dtype=np.float64)
     if unit.epochs == 0:
         rows["wall_time_s"] = np.full(K, time.perf_counter() - t0)
         return rows
@@ -262,8 +262,8 @@ def run_unit(unit: ShallowGDUnit, progress: bool = False) -> dict[str, np.ndarra
     q = shallow_gd_quantities(model.view(initial_state=init), torch.from_numpy(X), y)
     for key in ("R_Q", "R_K", "R_V", "R_O", "dist", "rel_dist"):
         rows[f"final_{key}"] = np.asarray(q[key], dtype=np.float64)
-    for key, val in norm_table(model.view(initial_state=init).detached()).items():
-        rows[f"norm.{key}"] = np.asarray(val, dtype=np.float64)
+    for key, col in norm_table(model.view(initial_state=init).detached()).items():
+        rows[f"norm.{key}"] = np.asarray(col, dtype=np.float64)
     rows["wall_time_s"] = np.full(K, time.perf_counter() - t0)
     return rows
 
@@ -289,9 +289,9 @@ def _train(unit: ShallowGDUnit, model: ShallowEncoder, init: dict[str, torch.Ten
         if train is not None:  # the engine's exact metrics at the weights after the step
             hist["train_loss"][:, e] = train["train_loss"]
             hist["train_acc"][:, e] = train["train_accuracy"]
-        splits = (("val", (Xvk, yvk)), ("test", (Xtk, ytk)))
+        splits = [("val", (Xvk, yvk)), ("test", (Xtk, ytk))]
         if train is None:
-            splits = (("train", (Xk, yk)),) + splits
+            splits.insert(0, ("train", (Xk, yk)))
         for split, (Xs, ys) in splits:
             ev = evaluate_ensemble(model, Xs, ys, "bce_logits", device=str(dev))
             hist[f"{split}_loss"][:, e] = ev["loss"]
