@@ -35,7 +35,9 @@ def install_overrides(prefix: str = sys.prefix) -> Path:
 
 def command(extra: list[str]) -> list[str]:
     jupyter = Path(sys.executable).parent / "jupyter"
-    return [str(jupyter), "lab", f"--ServerApp.root_dir={ROOT}", *extra]
+    # a container or CI machine often runs as root, which JupyterLab refuses without this
+    root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    return [str(jupyter), "lab", f"--ServerApp.root_dir={ROOT}", *root, *extra]
 
 
 def main(argv: list[str] | None = None) -> int:
