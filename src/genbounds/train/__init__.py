@@ -14,6 +14,8 @@ The engine in parts (each module's docstring is its contract):
   updates;
 * :mod:`genbounds.train.stopping`: early stopping and the kept (best-validation) epoch;
 * :mod:`genbounds.train.evaluate`: no-grad evaluation in chunks;
+* :mod:`genbounds.train.precision`: opt-in reduced precision (TF32, bfloat16) behind
+  ``TrainConfig.precision``;
 * :mod:`genbounds.train.loop`: :func:`train_ensemble`, the orchestration.
 
 The engine imports no model family: a model is anything whose parameters and buffers carry a

@@ -119,6 +119,14 @@ class TrainConfig:
         ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
     progress:
         Show a tqdm progress bar over epochs.
+    precision:
+        ``"fp32"`` (default: exact float32 arithmetic everywhere), ``"tf32"`` (on CUDA, float32
+        matrix products and convolutions in TensorFloat-32, 10-bit mantissa inputs with float32
+        accumulation; no effect on CPU) or ``"bf16"`` (forward passes under
+        ``torch.autocast(dtype=torch.bfloat16)`` on the training device; parameters, optimizer
+        state, losses and their sums stay float32/float64). Reduced precision is opt-in: use it
+        only where ``tests/test_perf_precision.py`` shows on your GPU that the reported numbers
+        are unchanged to the printed digits (see :mod:`genbounds.train.precision`).
     """
 
     PROTOCOL_VERSION: ClassVar[int] = 1
@@ -146,6 +154,7 @@ class TrainConfig:
     memory_fraction: float = 0.5
     device: str = "auto"
     progress: bool = False
+    precision: Literal["fp32", "tf32", "bf16"] = "fp32"
 
     def __post_init__(self) -> None:
         self._check_optimizer()
@@ -158,6 +167,7 @@ class TrainConfig:
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
         if not isinstance(self.progress, bool):
             raise ValueError(f"progress must be a bool, got {self.progress!r}")
+        check_choice(self.precision, "precision", ("fp32", "tf32", "bf16"))
 
     def _check_optimizer(self) -> None:
         check_choice(self.optimizer, "optimizer", ("gd", "sgd", "adam"))

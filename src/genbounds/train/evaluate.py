@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call
 
 from genbounds.train.config import LOSSES, LossName, TrainConfig, resolve_device
 from genbounds.train.inputs import InputSet, as_tensor
 from genbounds.train.losses import check_labels, per_sample_loss
 from genbounds.train.memory import MemoryPlan, plan_memory
+from genbounds.train.precision import forward
 from genbounds.train.state import per_model_buffers, subset
 from genbounds.validation import check_int
 
@@ -29,12 +29,14 @@ def evaluate_models(
     loss: str,
     chunk: int | None,
     plan: MemoryPlan | None = None,
+    precision: str = "fp32",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean loss and accuracy (float64, shape ``(len(models),)``) of the given models.
 
     ``params`` holds parameters and buffers with leading K; ``chunk`` samples per model are
     evaluated at once (None: from ``plan``, see :mod:`genbounds.train.memory`; without a plan
-    the input-size rule alone). Accuracy is NaN for ``"mse"``.
+    the input-size rule alone). Accuracy is NaN for ``"mse"``. ``precision``: see
+    :func:`genbounds.train.precision.forward`.
     """
     n = y.shape[1]
     Km = len(models)
@@ -49,7 +51,7 @@ def evaluate_models(
     has_acc = True
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        out = functional_call(model, p_sub, (inputs.get(models, start, stop),))
+        out = forward(model, p_sub, inputs.get(models, start, stop), precision)
         per, ok = per_sample_loss(loss, out, y_sub[:, start:stop])
         loss_sum += per.sum(dim=1, dtype=torch.float64)
         if ok is None:

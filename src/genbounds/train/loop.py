@@ -58,6 +58,7 @@ from genbounds.train.evaluate import evaluate_models
 from genbounds.train.inputs import InputSet, as_tensor, is_lazy
 from genbounds.train.losses import check_labels
 from genbounds.train.memory import MemoryPlan, plan_memory
+from genbounds.train.precision import matmul_precision
 from genbounds.train.state import History, ModelRecord, TensorState, subset
 from genbounds.train.step import BatchFn, apply_updates, batch_gradients
 from genbounds.train.stopping import (
@@ -104,7 +105,7 @@ class _Run:
     def evaluate(self, inputs: InputSet, y: torch.Tensor,
                  models: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return evaluate_models(self.model, self.state.weights(), inputs, y, models, self.loss,
-                               self.cfg.eval_batch_size, self.plan)
+                               self.cfg.eval_batch_size, self.plan, self.cfg.precision)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +224,7 @@ def _train_epoch(run: _Run, idx: np.ndarray, lr: float) -> tuple[np.ndarray, np.
                     for n, p in state.params.items()}
         grads, loss_sum, correct = batch_gradients(
             run.model, p_in, buffers, _batch_fn(run, idx_t, order, rows, start), B, run.micro,
-            run.loss)
+            run.loss, cfg.precision)
         with torch.no_grad():
             run_loss += loss_sum
             if correct is None:
@@ -311,7 +312,7 @@ def _result(run: _Run, t0: float) -> TrainResult:
 
     def evaluate(inputs: InputSet, y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         return evaluate_models(run.model, kept, inputs, y, np.arange(K), run.loss,
-                               run.cfg.eval_batch_size, run.plan)
+                               run.cfg.eval_batch_size, run.plan, run.cfg.precision)
 
     metrics: dict[str, np.ndarray] = {}
     metrics["train_loss"], metrics["train_accuracy"] = evaluate(run.data.train, run.data.y_train)
@@ -405,5 +406,6 @@ def train_ensemble(
                records=[ModelRecord() for _ in range(K)],
                hist=History(K, keys, min(cfg.max_epochs, 1024)), plan=plan,
                micro=plan.micro_batch(cfg, bs), device=device)
-    _epochs(run)
-    return _result(run, t0)
+    with matmul_precision(cfg.precision, device):
+        _epochs(run)
+        return _result(run, t0)

@@ -35,10 +35,10 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch.func import functional_call
 
 from genbounds.train.config import TrainConfig
 from genbounds.train.losses import per_sample_loss
+from genbounds.train.precision import forward
 from genbounds.train.state import TensorState
 
 __all__ = ["BatchFn", "adam_step", "apply_updates", "batch_gradients", "sgd_step"]
@@ -56,15 +56,17 @@ def batch_gradients(
     batch: int,
     chunk: int,
     loss: str,
+    precision: str = "fp32",
 ) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor | None]:
     """Gradients of the batch's mean loss (one per entry of ``params``, which must require
     grad), and the float64 sums over the batch of the per-sample loss and of correctness
-    (None for ``"mse"``), each of shape ``(Km,)``; micro-batches of ``chunk`` samples."""
+    (None for ``"mse"``), each of shape ``(Km,)``; micro-batches of ``chunk`` samples;
+    ``precision`` as in :func:`genbounds.train.precision.forward`."""
     names = list(params)
     state = {**params, **buffers}
     if chunk >= batch:
         Xb, yb = get(0, batch)
-        per, ok = per_sample_loss(loss, functional_call(model, state, (Xb,)), yb)
+        per, ok = per_sample_loss(loss, forward(model, state, Xb, precision), yb)
         grads = torch.autograd.grad(per.mean(dim=1).sum(), [params[n] for n in names])
         with torch.no_grad():
             return (list(grads), per.detach().sum(dim=1, dtype=torch.float64),
@@ -75,7 +77,7 @@ def batch_gradients(
     has_acc = True
     for start in range(0, batch, chunk):
         Xc, yc = get(start, min(batch, start + chunk))
-        per, ok = per_sample_loss(loss, functional_call(model, state, (Xc,)), yc)
+        per, ok = per_sample_loss(loss, forward(model, state, Xc, precision), yc)
         grads = torch.autograd.grad((per.sum(dim=1) / batch).sum(), [params[n] for n in names])
         with torch.no_grad():
             if not total:
