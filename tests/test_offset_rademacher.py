@@ -266,3 +266,15 @@ def test_every_bound_registered_in_both_forms() -> None:
     q = dict(n=100, kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0, B_QK=1.0, B_X=1.0)
     assert b.evaluate(q).value == pytest.approx(
         orb.norm_bound_single_head(100, 1, 1, 1, 1, 1, 1, 1).value)
+
+
+def test_squared_loss_audited_hand_checked_and_covers_counterexample() -> None:
+    v = orb.squared_loss_excess_audited(100, math.log(2), 1.0, 10.0)
+    assert v.value == pytest.approx((4 + 2400) * math.log(2) / 100)
+    # two functions f* = 0, f_1 = a: ERM picks f_1 iff mean(y) > a/2; excess a^2 P(...)
+    from scipy import stats
+    a, sigma, n = 1.0, 10.0, 100
+    excess = a**2 * stats.norm.sf(a * math.sqrt(n) / (2 * sigma))
+    assert excess <= orb.squared_loss_excess_audited(n, math.log(2), a, sigma).value
+    with pytest.raises(ValueError, match="sigma"):
+        orb.squared_loss_excess_audited(10, 1.0, 1.0, -1.0)
