@@ -25,6 +25,7 @@ Units (resumable, stored one by one): one per ``(d_m, N)`` trained, plus "init-o
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -278,24 +279,40 @@ def _train(unit: ShallowGDUnit, model: ShallowEncoder, init: dict[str, torch.Ten
     def rep(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.array(a)).unsqueeze(0).expand(K, *a.shape)
 
-    Xk, yk, Xvk, yvk, Xtk, ytk = (rep(a) for a in (X, y, Xv, yv, Xt, yt))
+    Xk, yk = rep(X), rep(y)
+    # validation and test evaluated by one no-grad forward pass per chunk, then split
+    X_eval = rep(np.concatenate([Xv, Xt])).to(dev)
+    y_eval = torch.from_numpy(np.concatenate([yv, yt]).astype(np.float32)).to(dev)
+    n_val = len(yv)
     cfg = TrainConfig(optimizer="gd", lr=unit.lr, max_epochs=1, select_best="last",
                       device=str(dev))
     hist = {k: np.full((K, E + 1), np.nan) for k in
             ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
              "dist_Q", "dist_K", "dist_V", "dist_O", "rel_dist")}
+    chunk = [2048]
+
+    @torch.no_grad()
+    def eval_splits() -> tuple[np.ndarray, np.ndarray]:
+        model.to(dev)
+        outs = [model(X_eval[:, a:a + chunk[0]]) for a in range(0, X_eval.shape[1], chunk[0])]
+        f = torch.cat(outs, dim=1).double()
+        yy = y_eval.double().expand_as(f)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(f, yy, reduction="none")
+        correct = ((f > 0) == (yy > 0.5)).double()
+        return loss.cpu().numpy(), correct.cpu().numpy()
 
     def record(e: int, train: dict[str, np.ndarray] | None = None) -> None:
-        if train is not None:  # the engine's exact metrics at the weights after the step
-            hist["train_loss"][:, e] = train["train_loss"]
-            hist["train_acc"][:, e] = train["train_accuracy"]
-        splits = [("val", (Xvk, yvk)), ("test", (Xtk, ytk))]
         if train is None:
-            splits.insert(0, ("train", (Xk, yk)))
-        for split, (Xs, ys) in splits:
-            ev = evaluate_ensemble(model, Xs, ys, "bce_logits", device=str(dev))
-            hist[f"{split}_loss"][:, e] = ev["loss"]
-            hist[f"{split}_acc"][:, e] = ev["accuracy"]
+            ev = evaluate_ensemble(model, Xk, yk, "bce_logits", device=str(dev))
+            train = {"train_loss": ev["loss"], "train_accuracy": ev["accuracy"]}
+        # the engine's exact metrics at the weights after the step
+        hist["train_loss"][:, e] = train["train_loss"]
+        hist["train_acc"][:, e] = train["train_accuracy"]
+        loss, correct = eval_splits()
+        hist["val_loss"][:, e] = loss[:, :n_val].mean(axis=1)
+        hist["val_acc"][:, e] = correct[:, :n_val].mean(axis=1)
+        hist["test_loss"][:, e] = loss[:, n_val:].mean(axis=1)
+        hist["test_acc"][:, e] = correct[:, n_val:].mean(axis=1)
         dist = _block_distances(model, init)
         for j, name in enumerate(("dist_Q", "dist_K", "dist_V", "dist_O", "rel_dist")):
             hist[name][:, e] = dist[:, j]
@@ -308,6 +325,10 @@ def _train(unit: ShallowGDUnit, model: ShallowEncoder, init: dict[str, torch.Ten
         bar = tqdm(total=E, desc=f"d_m={unit.d_m} N={unit.N}", leave=False)
     for e in range(1, E + 1):
         res = train_ensemble(model, Xk, yk, loss="bce_logits", config=cfg)
+        if e == 1:  # the engine's memory plan, measured once, then pinned (no probe per call)
+            cfg = dataclasses.replace(cfg, micro_batch_size=res.micro_batch_size,
+                                      eval_batch_size=res.eval_batch_size)
+            chunk[0] = max(1, res.eval_batch_size)
         record(e, res.metrics)
         if bar is not None:
             bar.update(1)
