@@ -8,12 +8,24 @@ and a permutation p-value, so a chapter can say "the slope is s (95% CI [a, b])"
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["TrendResult", "linear_trend"]
+__all__ = [
+    "CoupledPairs",
+    "GranulatedTau",
+    "TrendResult",
+    "bootstrap_interval",
+    "coupled_pairs",
+    "granulated_tau",
+    "kendall_tau",
+    "linear_trend",
+    "mc_noise_threshold",
+    "robust_sign_error",
+]
 
 
 @dataclass(frozen=True)
@@ -96,3 +108,269 @@ def linear_trend(
     slopes = (y[perms] - y.mean()) @ xc / sxx
     p_perm = float((1 + np.sum(np.abs(slopes) >= abs(slope) - 1e-12)) / (n_permutations + 1))
     return TrendResult(slope, intercept, slope - half, slope + half, level, p_t, p_perm, n)
+
+
+# ------------------------------------------------------------------------ rank correlations
+def _vec(a: object, name: str) -> np.ndarray:
+    v = np.asarray(a, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} must be finite")
+    return v
+
+
+def kendall_tau(x: object, y: object) -> float:
+    r"""Kendall's rank correlation :math:`\tau_b` of two equally long samples.
+
+    .. math:: \tau_b = \frac{\sum_{i<j} \operatorname{sgn}(x_i - x_j)\operatorname{sgn}(y_i - y_j)}
+       {\sqrt{(n_0 - n_x)(n_0 - n_y)}},
+
+    with :math:`n_0 = n(n-1)/2` and :math:`n_x, n_y` the numbers of pairs tied in ``x`` /
+    ``y`` (without ties this is Kendall's original :math:`\tau`, the version Jiang et al. 2020
+    use). Equal to ``scipy.stats.kendalltau(x, y).statistic`` (tested). ``nan`` when ``x`` or
+    ``y`` is constant (the statistic is undefined).
+    """
+    xv, yv = _vec(x, "x"), _vec(y, "y")
+    if xv.shape != yv.shape:
+        raise ValueError(f"x and y must have equal length, got {xv.size} and {yv.size}")
+    if xv.size < 2:
+        raise ValueError(f"x must have at least 2 points, got {xv.size}")
+    iu = np.triu_indices(xv.size, k=1)
+    sx = np.sign(xv[:, None] - xv[None, :])[iu]
+    sy = np.sign(yv[:, None] - yv[None, :])[iu]
+    n0 = sx.size
+    nx, ny = int(np.sum(sx == 0)), int(np.sum(sy == 0))
+    if nx == n0 or ny == n0:
+        return float("nan")
+    return float(np.sum(sx * sy) / np.sqrt(float(n0 - nx) * float(n0 - ny)))
+
+
+def _factor_arrays(factors: Mapping[str, object], n: int) -> dict[str, np.ndarray]:
+    if not isinstance(factors, Mapping) or not factors:
+        raise ValueError("factors must be a non-empty mapping from factor names to arrays")
+    out = {}
+    for name, a in factors.items():
+        v = np.asarray(a)
+        if v.shape != (n,):
+            raise ValueError(f"factors[{name!r}] must have shape ({n},), got {v.shape}")
+        out[str(name)] = v
+    return out
+
+
+def _groups(keys: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
+    """Index sets of the models sharing every value of ``keys`` (in first-seen order)."""
+    labels: dict[tuple[object, ...], list[int]] = {}
+    for i in range(n):
+        labels.setdefault(tuple(k[i].item() if hasattr(k[i], "item") else k[i] for k in keys),
+                          []).append(i)
+    return [np.array(v) for v in labels.values()]
+
+
+@dataclass(frozen=True)
+class GranulatedTau:
+    """Jiang et al.'s (2020, Sec. 2.2) granulated Kendall coefficient.
+
+    ``per_factor[i]`` is :math:`\\psi_i`, the mean over every setting of the *other* factors of
+    Kendall's tau across the models that differ only in factor ``i``; ``overall`` is
+    :math:`\\Psi`, the mean of the :math:`\\psi_i` over the factors that vary somewhere;
+    ``n_groups[i]`` how many settings entered :math:`\\psi_i`.
+    """
+
+    per_factor: dict[str, float]
+    overall: float
+    n_groups: dict[str, int] = field(default_factory=dict)
+
+
+def granulated_tau(measure: object, gap: object, factors: Mapping[str, object]) -> GranulatedTau:
+    r"""The granulated Kendall coefficient of Jiang et al. (2020, eq. (4)-(5)).
+
+    .. math:: \psi_i = \frac{1}{m_i} \sum_{\theta_{-i}} \tau\big(\{(\mu(\theta), g(\theta)) :
+       \theta_i \in \Theta_i\}\big), \qquad \Psi = \frac{1}{n_f}\sum_i \psi_i,
+
+    where the sum runs over the :math:`m_i` settings :math:`\theta_{-i}` of the other factors at
+    which factor ``i`` takes at least two values (our sweeps are not full grids, so settings
+    where factor ``i`` does not vary are skipped, as are settings whose tau is undefined).
+    ``factors`` maps each factor name to its value per model (ties: several models with the
+    same setting, e.g. seeds, all enter the tau of their group).
+    """
+    m, g = _vec(measure, "measure"), _vec(gap, "gap")
+    if m.shape != g.shape:
+        raise ValueError(f"measure and gap must have equal length, got {m.size} and {g.size}")
+    fac = _factor_arrays(factors, m.size)
+    per: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for name, values in fac.items():
+        others = [v for k, v in fac.items() if k != name]
+        taus = []
+        for idx in (_groups(others, m.size) if others else [np.arange(m.size)]):
+            if np.unique(values[idx]).size < 2:
+                continue
+            t = kendall_tau(m[idx], g[idx])
+            if np.isfinite(t):
+                taus.append(t)
+        if taus:
+            per[name] = float(np.mean(taus))
+            count[name] = len(taus)
+    overall = float(np.mean(list(per.values()))) if per else float("nan")
+    return GranulatedTau(per, overall, count)
+
+
+# ------------------------------------------------------------------ coupled pairs, sign error
+def mc_noise_threshold(err_a: object, err_b: object, n_a: object, n_b: object,
+                       z: float = 1.96) -> np.ndarray:
+    r"""Monte-Carlo noise of a difference of two test errors measured on held-out sets.
+
+    ``z * sqrt(p_a (1 - p_a) / n_a + p_b (1 - p_b) / n_b)``: ``z`` standard errors of the
+    difference of two independent binomial proportions (the two models' test errors on
+    ``n_a``, ``n_b`` test samples). The training error is exact (not estimated), so the noise of
+    a difference of gaps is the noise of the difference of test errors.
+    """
+    pa, pb = np.asarray(err_a, dtype=np.float64), np.asarray(err_b, dtype=np.float64)
+    na, nb = np.asarray(n_a, dtype=np.float64), np.asarray(n_b, dtype=np.float64)
+    if np.any((pa < 0) | (pa > 1) | (pb < 0) | (pb > 1)):
+        raise ValueError("err_a and err_b must lie in [0, 1]")
+    if np.any(na < 1) or np.any(nb < 1):
+        raise ValueError("n_a and n_b must be >= 1")
+    if not z >= 0:
+        raise ValueError(f"z must be >= 0, got {z}")
+    return np.asarray(z * np.sqrt(pa * (1 - pa) / na + pb * (1 - pb) / nb))
+
+
+@dataclass(frozen=True)
+class CoupledPairs:
+    """Every coupled pair of models (equal in every factor but one) and its sign error.
+
+    Arrays are aligned, one entry per pair: ``a``, ``b`` (model indices, ``a < b``),
+    ``factor`` (the one factor that differs), ``environment`` (``"<group>/<factor>"``: the
+    pair's task or other grouping, and the factor), ``error`` (the sign error, see
+    :func:`coupled_pairs`) and ``kept`` (False for pairs whose gap difference is within the
+    Monte-Carlo noise: left out of every average).
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    factor: np.ndarray
+    environment: np.ndarray
+    error: np.ndarray
+    kept: np.ndarray
+
+    @property
+    def n_kept(self) -> int:
+        return int(np.sum(self.kept))
+
+
+def coupled_pairs(
+    measure: object,
+    gap: object,
+    factors: Mapping[str, object],
+    *,
+    group: object | None = None,
+    noise: object | None = None,
+) -> CoupledPairs:
+    r"""Coupled pairs and their sign errors (Dziugaite et al. 2020, Sec. 3-4).
+
+    A pair ``(a, b)`` is *coupled* when the two models agree in every factor but one (and in
+    ``group``, e.g. the task). Its sign error is
+
+    .. math:: \tfrac12\big(1 - \operatorname{sgn}(\mu_a - \mu_b)\,\operatorname{sgn}(g_a - g_b)\big)
+       \in \{0, \tfrac12, 1\},
+
+    0 when the measure orders the pair as the gap does, 1 when it orders it the other way, and
+    1/2 when the measure ties. ``noise[a, b]`` (a matrix, e.g. from :func:`mc_noise_threshold`)
+    is the Monte-Carlo noise of ``g_a - g_b``; pairs with ``|g_a - g_b| <= noise`` are marked
+    ``kept = False`` (the sign of their gap difference is not known).
+    """
+    m, g = _vec(measure, "measure"), _vec(gap, "gap")
+    if m.shape != g.shape:
+        raise ValueError(f"measure and gap must have equal length, got {m.size} and {g.size}")
+    n = m.size
+    fac = _factor_arrays(factors, n)
+    grp = np.zeros(n, dtype=object) if group is None else np.asarray(group, dtype=object)
+    if grp.shape != (n,):
+        raise ValueError(f"group must have shape ({n},), got {grp.shape}")
+    nz = None
+    if noise is not None:
+        nz = np.asarray(noise, dtype=np.float64)
+        if nz.shape != (n, n):
+            raise ValueError(f"noise must have shape ({n}, {n}), got {nz.shape}")
+    names = list(fac)
+    F = np.stack([fac[k].astype(object) for k in names], axis=1)
+    A, B, fs, envs, errs, kept = [], [], [], [], [], []
+    for a in range(n):
+        for b in range(a + 1, n):
+            if grp[a] != grp[b]:
+                continue
+            diff = [j for j in range(len(names)) if F[a, j] != F[b, j]]
+            if len(diff) != 1:
+                continue
+            f = names[diff[0]]
+            dg = g[a] - g[b]
+            err = 0.5 * (1.0 - np.sign(m[a] - m[b]) * np.sign(dg))
+            A.append(a), B.append(b), fs.append(f)
+            envs.append(f"{grp[a]}/{f}" if group is not None else f)
+            errs.append(err)
+            kept.append(bool(abs(dg) > (nz[a, b] if nz is not None else 0.0)))
+    return CoupledPairs(np.array(A, dtype=np.int64), np.array(B, dtype=np.int64),
+                        np.array(fs, dtype=object), np.array(envs, dtype=object),
+                        np.array(errs, dtype=np.float64), np.array(kept, dtype=bool))
+
+
+def robust_sign_error(pairs: CoupledPairs) -> tuple[float, float, dict[str, float]]:
+    """``(average, worst, per_environment)`` sign error over the kept pairs.
+
+    ``average`` is the mean over every kept pair; ``per_environment`` the mean within each
+    environment; ``worst`` the largest of those, the *robust* sign error of Dziugaite et al.
+    (2020): a measure that ranks well on average can still fail completely in one environment.
+    ``nan`` everywhere when no pair is kept.
+    """
+    if not isinstance(pairs, CoupledPairs):
+        raise ValueError(f"pairs must be CoupledPairs, got {type(pairs).__name__}")
+    k = pairs.kept
+    if not np.any(k):
+        return float("nan"), float("nan"), {}
+    per = {str(e): float(np.mean(pairs.error[k & (pairs.environment == e)]))
+           for e in dict.fromkeys(pairs.environment[k].tolist())}
+    return float(np.mean(pairs.error[k])), max(per.values()), per
+
+
+# ------------------------------------------------------------------------------- bootstrap
+def bootstrap_interval(
+    statistic: Callable[[np.ndarray], float],
+    n: int,
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    strata: object | None = None,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(indices)`` over resampled model indices.
+
+    ``statistic`` receives an index array (a resample with replacement of ``range(n)``, or of
+    each stratum separately when ``strata`` gives a label per model) and returns a number;
+    resamples where it is ``nan`` are dropped (``ValueError`` if more than half are).
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 10:
+        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    rng = np.random.default_rng(seed)
+    if strata is None:
+        parts = [np.arange(n)]
+    else:
+        st = np.asarray(strata, dtype=object)
+        if st.shape != (n,):
+            raise ValueError(f"strata must have shape ({n},), got {st.shape}")
+        parts = [np.flatnonzero(st == s) for s in dict.fromkeys(st.tolist())]
+    vals = []
+    for _ in range(n_boot):
+        idx = np.concatenate([p[rng.integers(0, p.size, p.size)] for p in parts])
+        vals.append(float(statistic(idx)))
+    v = np.array(vals)
+    v = v[np.isfinite(v)]
+    if v.size < n_boot / 2:
+        raise ValueError("the statistic is undefined on more than half of the resamples")
+    a = (1 - level) / 2
+    return float(np.quantile(v, a)), float(np.quantile(v, 1 - a))

@@ -39,9 +39,14 @@ __all__ = [
     "BoundKind",
     "BoundValue",
     "Form",
+    "NotApplicable",
+    "QuantitiesAdapter",
     "get",
+    "quantities_adapter",
     "register",
+    "register_quantities",
     "registered",
+    "registered_quantities",
 ]
 
 #: A valid value of Dudley's constant ``c`` in the form ``c (delta + int ...)``: Bartlett, Foster
@@ -63,6 +68,10 @@ class BoundKind(enum.Enum):
     EXCESS_RISK = "excess risk"
     TRUE_LOSS = "true loss"
     TRAINING_LOSS = "training loss"
+    #: A generalization *measure* that is not a bound on anything (a parameter count, a product
+    #: of norms, a sharpness score): only its ranking of models is meaningful, it is never
+    #: "vacuous" and never compared with a gap in value.
+    MEASURE = "generalization measure (not a bound)"
 
     @property
     def is_risk(self) -> bool:
@@ -154,6 +163,8 @@ class BoundValue:
         r = check_positive(loss_range, "loss_range")
         if self.kind is BoundKind.LOG_COVERING:
             raise ValueError("is_vacuous is undefined for a log covering number")
+        if self.kind is BoundKind.MEASURE:
+            raise ValueError("is_vacuous is undefined for a generalization measure (not a bound)")
         return self.value >= r
 
     def rows(self) -> list[tuple[str, str, float | str]]:
@@ -195,6 +206,10 @@ class Bound:
         Arguments fixed by this registration (e.g. ``{"form": "audited"}``).
     description:
         One line for ``python -m genbounds bounds``.
+    applies_to:
+        The model families (``ModelView.family`` names) the statement is about, or ``None``
+        (the default) when the registration does not restrict it; the comparison chapter
+        reports a bound whose set excludes a model's family as "not applicable" with the reason.
     """
 
     key: str
@@ -207,10 +222,16 @@ class Bound:
     fn: Callable[..., BoundValue]
     fixed: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    applies_to: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
             raise ValueError("key must be a non-empty string")
+        if self.applies_to is not None:
+            fams = frozenset(self.applies_to)
+            if not fams or not all(isinstance(f, str) and f for f in fams):
+                raise ValueError("applies_to must be None or a non-empty set of family names")
+            object.__setattr__(self, "applies_to", fams)
         if self.form not in ("printed", "audited"):
             raise ValueError(f"form must be 'printed' or 'audited', got {self.form!r}")
         if not isinstance(self.kind, BoundKind):
@@ -288,6 +309,45 @@ def get(key: str) -> Bound:
         near = [k for k in _REGISTRY if key.split(".")[0] in k][:10]
         raise ValueError(f"no bound {key!r} is registered; e.g. {near}")
     return _REGISTRY[key]
+
+
+class NotApplicable(ValueError):
+    """Raised by a quantities adapter when a paper's bounds do not apply to a model; the message
+    says why (its family, its depth, a hypothesis that fails)."""
+
+
+#: ``adapter(row, context) -> {quantity: value}`` for one bound of the adapter's paper, or
+#: :class:`NotApplicable`. ``row`` is one model's stored columns (its norm table and the run's
+#: columns), ``context`` holds at least ``"family"``, ``"bound"`` (the :class:`Bound`) and the
+#: run's sizes.
+QuantitiesAdapter = Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
+
+_ADAPTERS: dict[str, QuantitiesAdapter] = {}
+
+
+def register_quantities(paper: str, fn: QuantitiesAdapter) -> QuantitiesAdapter:
+    """Register how the quantities of ``paper``'s bounds are read from a stored model row.
+
+    One adapter per paper (BibTeX key); a second registration of a different function raises.
+    """
+    if not isinstance(paper, str) or not paper:
+        raise ValueError("paper must be a non-empty string")
+    if not callable(fn):
+        raise ValueError("fn must be callable")
+    if paper in _ADAPTERS and _ADAPTERS[paper] is not fn:
+        raise ValueError(f"a quantities adapter for paper {paper!r} is already registered")
+    _ADAPTERS[paper] = fn
+    return fn
+
+
+def quantities_adapter(paper: str) -> QuantitiesAdapter | None:
+    """The adapter registered for ``paper``, or ``None``."""
+    return _ADAPTERS.get(paper)
+
+
+def registered_quantities() -> dict[str, QuantitiesAdapter]:
+    """Every registered adapter, by paper."""
+    return dict(_ADAPTERS)
 
 
 def dudley_annotations(
