@@ -10,7 +10,8 @@ Subcommands::
     python -m genbounds store check [--root DIR] ...            verify every stored result
 
 A damaged stored result stops ``reproduce`` with one message (which file, what is wrong, the
-command that repairs it) and exit status 2, without a traceback.
+command that repairs it) and exit status 3 (``genbounds.results.DAMAGE_EXIT_CODE``), without
+a traceback; a bad argument exits with status 2.
 """
 
 from __future__ import annotations
@@ -72,7 +73,12 @@ def describe_estimate(e: Any, cfg: Any) -> str:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from genbounds.experiments import get_experiment, registered_experiments, reproduce
-    from genbounds.results import DamagedResultError, ResultStore, summarize_provenance
+    from genbounds.results import (
+        DamagedResultError,
+        ResultStore,
+        report_damage,
+        summarize_provenance,
+    )
     from genbounds.scale import get_scale
 
     scale = args.scale or get_scale()
@@ -94,8 +100,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                               on_code_change=args.on_code_change,
                               recompute_damaged=args.recompute_damaged)
         except DamagedResultError as err:
-            print(f"[{e.name}] {err}", file=sys.stderr)
-            return 2
+            where = f" --results-dir {args.results_dir}" if args.results_dir else ""
+            return int(report_damage(err, repair=(
+                f"python -m genbounds reproduce --only {e.name} --scale {scale}{where} "
+                "--recompute-damaged")))
         print(f"[{e.name}] done in {time.perf_counter() - t0:.1f} s: "
               f"{summarize_provenance(parts)}", flush=True)
     return 0

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch is imported lazily: the results store's workers need no torch
+    import torch
 
 __all__ = [
     "check_choice",
@@ -128,7 +130,7 @@ def check_finite_array(
 ) -> np.ndarray:
     """``x`` as a float64 numpy array; raise if it is not numeric, has the wrong number of
     dimensions, is empty, or holds NaN / inf (the message names the argument)."""
-    if isinstance(x, torch.Tensor):
+    if type(x).__module__.startswith("torch"):
         x = x.detach().cpu().numpy()
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -147,6 +149,8 @@ def check_finite_array(
 def check_finite_tensor(x: Any, name: str, *, ndim: int | None = None,
                         shape_hint: str = "") -> torch.Tensor:
     """``x`` if it is a floating-point ``torch.Tensor`` of ``ndim`` dims with finite entries."""
+    import torch
+
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if ndim is not None and x.ndim != ndim:
@@ -159,6 +163,8 @@ def check_finite_tensor(x: Any, name: str, *, ndim: int | None = None,
 
 def check_float_dtype(dtype: Any, name: str = "dtype") -> torch.dtype:
     """``dtype`` if it is a floating-point ``torch.dtype``."""
+    import torch
+
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
     return dtype

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from genbounds.results import ResultStore, StoredResult
+from genbounds.results import ResultStore, StoredResult, run_sweep
 from genbounds.scale import SCALES, get_scale
 
 __all__ = [
@@ -163,7 +163,8 @@ def reproduce(
     """Compute (or load) every unit of ``exp`` at ``scale`` through the results store.
 
     Units already stored by the same code are loaded; missing ones are computed and stored as
-    soon as each finishes. ``config`` overrides the preset (a notebook's reduced sweep).
+    soon as each finishes (:func:`genbounds.results.run_sweep`: several workers on one store
+    split the units between them). ``config`` overrides the preset (a notebook's reduced sweep).
     """
     e = get_experiment(exp) if isinstance(exp, str) else exp
     cfg = _config(e, scale, config)
@@ -172,19 +173,13 @@ def reproduce(
         raise ValueError(f"experiment {e.name!r} produced no units for {cfg!r}")
     if store is None:
         store = ResultStore(namespace=scale or get_scale())
-    iterator: Any = units
-    if progress and len(units) > 1:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(units, desc=e.name)
-    out = []
-    for unit in iterator:
-        out.append(store.run(
-            unit, lambda u: e.run_unit(u, progress), device=getattr(unit, "device", "auto"),
-            on_code_change=on_code_change,  # type: ignore[arg-type]
-            code_modules=e.code, recompute_damaged=recompute_damaged,
-        ))
-    return out
+    device = getattr(units[0], "device", "auto")
+    return run_sweep(
+        store, units, lambda u: e.run_unit(u, progress), device=device,
+        on_code_change=on_code_change,  # type: ignore[arg-type]
+        progress=progress and len(units) > 1, code_modules=e.code,
+        recompute_damaged=recompute_damaged,
+    )
 
 
 def concatenate(parts: Sequence[StoredResult]) -> dict[str, np.ndarray]:
