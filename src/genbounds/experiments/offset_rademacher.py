@@ -57,7 +57,7 @@ from genbounds.validation import check_choice, check_int, check_positive
 __all__ = [
     "ARCHS", "ARMS", "STUDIES", "ComplexityConfig", "ComplexityUnit", "EXPERIMENT",
     "EXPERIMENT_COMPLEXITY", "OffsetRademacherConfig", "StudentUnit", "fit_local", "make_teacher",
-    "run_complexity_unit", "run_unit", "units",
+    "norm_summary", "run_complexity_unit", "run_unit", "units",
 ]
 
 STUDIES = ("rates", "rank", "tails")
@@ -343,8 +343,22 @@ def run_unit(u: StudentUnit, progress: bool = False) -> dict[str, np.ndarray]:
         **_bounds_inputs(np.stack([t.X for t in tr]), fstar_tr),
     }
     out["threshold_M"] = np.where(np.isinf(out["threshold_M"]), 0.0, out["threshold_M"])
-    for key, val in table.items():
-        out[f"norm.{key}"] = val
+    out.update(norm_summary(table, u.heads, u.layers))
+    return out
+
+
+def norm_summary(table: dict[str, np.ndarray], heads: int, layers: int) -> dict[str, np.ndarray]:
+    """The norms the paper's bounds read, from the stored norm table (one per run, the same keys
+    for every architecture): ``B_w`` (readout l2 = its Frobenius norm), and for ``W_c``
+    (``W_O``), ``W_v`` (``W_V``), ``W_QK`` the largest spectral and l_{1,1} norm over layers
+    and heads (orientation does not change either norm), ``model.l2`` and ``model.dist_l2``."""
+    out = {"norm.B_w": table["readout.fro"], "norm.model_l2": table["model.l2"],
+           "norm.model_dist_l2": table["model.dist_l2"]}
+    for mine, view_name in (("Wc", "W_O"), ("Wv", "W_V"), ("WQK", "W_QK")):
+        for suffix in ("spectral", "l11"):
+            cols = [table[f"layer{i}.head{h}.{view_name}.{suffix}"] for i in range(layers)
+                    for h in range(heads)]
+            out[f"norm.{mine}_{suffix}_max"] = np.max(np.stack(cols), axis=0)
     return out
 
 
