@@ -46,7 +46,8 @@ from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, trai
 from genbounds.validation import check_choice, check_int, check_positive
 
 __all__ = [
-    "EXPERIMENT", "DATASETS", "PAPER_TABLE1", "ShallowGDConfig", "ShallowGDUnit", "estimate",
+    "EXPERIMENT", "DATASETS", "PAPER_TABLE1", "ShallowGDConfig", "ShallowGDUnit", "data_checks",
+    "estimate",
     "load_split", "run_unit", "units",
 ]
 
@@ -206,7 +207,7 @@ def load_split(unit: ShallowGDUnit) -> tuple[np.ndarray, ...]:
     return (Xp[:unit.N], yp[:unit.N], Xp[unit.N:], yp[unit.N:], norm(data.X_test), data.y_test)
 
 
-def _data_checks(X: np.ndarray, seed: int) -> dict[str, float]:
+def data_checks(X: np.ndarray, seed: int) -> dict[str, float]:
     """Assumption 3 on the training inputs: full row rank, the Gram tail exponent."""
     ranks = np.linalg.matrix_rank(X.astype(np.float64))
     g = gram_inner_products(X, n_pairs=2000, seed=seed)
@@ -244,7 +245,7 @@ def run_unit(unit: ShallowGDUnit, progress: bool = False) -> dict[str, np.ndarra
     def const(name: str, value: float) -> None:
         rows[name] = np.full(K, value, dtype=np.float64)
 
-    for key, val in _data_checks(X, unit.seed).items():
+    for key, val in data_checks(X, unit.seed).items():
         const(key, val)
     const("d_m", unit.d_m)
     const("N", unit.N)
