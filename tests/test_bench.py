@@ -1,21 +1,65 @@
-"""Smoke test of the benchmark command (the numbers themselves are reported, not asserted)."""
+"""Smoke tests of the benchmark command (the numbers themselves are reported, not asserted)."""
 
 from __future__ import annotations
 
 import json
 
-from genbounds.bench import main, run_benchmark
+import numpy as np
+import pytest
+
+from genbounds.bench import (
+    bench_epoch,
+    bench_notebooks,
+    bench_roofline,
+    bench_svd,
+    format_tables,
+    main,
+    run_benchmark,
+)
 
 
-def test_benchmark_runs_and_reports_ratios(tmp_path) -> None:
-    res = run_benchmark(T_values=(9,), K_values=(1, 2), n_val=50, K_val=2, target_s=0.01)
+def test_benchmark_runs_and_reports_ratios() -> None:
+    res = run_benchmark(T_values=(9,), K_values=(1, 2), n_val=50, K_val=2, target_s=0.01,
+                        sections=("training", "validation"))
     text = json.dumps(res)
     assert "speedup_tokens" in text and "speedup_bits" in text
+    assert "load average" in format_tables(res)
+    with pytest.raises(ValueError, match="sections"):
+        run_benchmark(sections=("gpu",))
 
 
 def test_cli_writes_json(tmp_path) -> None:
     out = tmp_path / "bench.json"
     rc = main(["--out", str(out), "--T", "9", "--K", "1", "2", "--n-val", "50", "--k-val", "2",
-               "--target-seconds", "0.01"])
+               "--target-seconds", "0.01", "--sections", "training", "svd", "--svd-n", "3"])
     assert rc == 0
-    assert json.loads(out.read_text())
+    res = json.loads(out.read_text())
+    assert res["svd"]["n"] == 3 and res["training"]
+
+
+def test_epoch_section() -> None:
+    rows = bench_epoch(T_values=(9,), K=2, n_val=64, device="cpu")
+    assert rows[0]["speedup"] > 0 and np.isfinite(rows[0]["engine_s_per_model_epoch"])
+
+
+def test_svd_section_agrees_with_numpy() -> None:
+    r = bench_svd(n=5, size=21, chunk=2)
+    assert r["max_abs_difference"] < 1e-4 and r["speedup"] > 0
+
+
+def test_roofline_section() -> None:
+    r = bench_roofline("cpu", sm_size=(2, 9), enc_size=(1, 16, 32))
+    assert r["matmul_gflops"] > 0
+    for w in r["rows"]:
+        assert w["gflop_per_epoch"] > 0 and 0 < w["fraction_of_matmul"]
+    text = format_tables({**run_benchmark(sections=(), svd_n=1), "roofline": r})
+    assert "% of matmul" in text
+
+
+def test_notebooks_section_reports_failure(tmp_path) -> None:
+    nb = tmp_path / "broken.md"
+    nb.write_text("---\njupytext:\n  text_representation:\n    extension: .md\n    "
+                  "format_name: myst\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
+                  "---\n\n```{code-cell} ipython3\nassert 1 == 2\n```\n")
+    rows = bench_notebooks([nb], workdir=tmp_path / "work")
+    assert rows[0]["notebook"] == "broken.md" and rows[0]["passed"] is False

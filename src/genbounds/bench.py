@@ -1,6 +1,35 @@
-"""``genbounds-bench``: how much faster the ensemble engine trains the sparse-majority model.
+"""``genbounds-bench``: the performance figures of the book, as ratios measured in one run.
 
-Measured in one process, on one machine, on the authors' sparse-majority setting (d = 64,
+Every figure is a ratio of two timings taken in the same process, minutes apart, with the
+absolute numbers and the 1-minute load average printed beside it (on a shared machine the
+absolute times are noisy; the ratios are what count). Sections (``--sections``):
+
+``training``, ``validation``
+    Figures 1 and the validation cost below (the ensemble engine against the plain
+    one-model-at-a-time loop, K up to 50).
+``epoch``
+    Figure 2: one whole epoch of the authors' protocol (300 training samples in batches of 128,
+    then the validation pass on 10,000 samples) per model: a straightforward PyTorch port of
+    the authors' Keras loop (:class:`PlainSparseMajorityMHA`, ``torch.optim.SGD``, full
+    attention, validation in batches of 128 like Keras) against
+    :func:`genbounds.train.train_ensemble` with K models, [CLS]-only attention, token tables,
+    no-grad validation in chunks of 2,048.
+``svd``
+    Figure 3: singular values of ``n`` attention matrices (row-stochastic, 201 x 201, float32):
+    one batched ``torch.linalg.svdvals`` call (in chunks of 1,000) against a NumPy loop of
+    ``numpy.linalg.svd(compute_uv=False)``; the largest difference of the two is printed.
+``roofline``
+    Figure 4: achieved GFLOP/s of a training epoch (matrix-product FLOPs of forward and backward
+    counted by :class:`torch.utils.flop_counter.FlopCounterMode`, divided by the measured
+    marginal seconds per epoch) against this machine's measured float32 matrix-multiply
+    throughput (:func:`genbounds.estimates.matmul_gflops`, 1024 x 1024 products on CPU), for the
+    sparse-majority model (K = 5, T = 200, minibatches of 128) and the shallow encoder
+    (d_m = 1024, N = 400 full batch, K = 3).
+``notebooks`` (not in the default set: minutes each)
+    Figure 5: wall time of every ``notebooks/*.md`` at quick scale, executed under nbval
+    exactly as ``make test`` does.
+
+The original two tables, measured on the authors' sparse-majority setting (d = 64,
 2 heads of key dimension 64, 300 training samples, batch 128, SGD with momentum 0.9):
 
 1. **Training throughput**, in model-epochs per second (training steps only, no validation),
@@ -22,8 +51,9 @@ Measured in one process, on one machine, on the authors' sparse-majority setting
    the same three variants (``simple`` in batches of 128 like Keras' default, the engine in
    its large no-grad batches, ``K_val`` models at once).
 
-Prints two tables with speed-up ratios and writes everything as JSON to ``--out``. The
-default run takes about one to two minutes on a 2-core CPU.
+Prints the tables with speed-up ratios and writes everything as JSON to ``--out``. The
+default run (every section but ``notebooks``) takes about five to eight minutes on the loaded
+2-core CPU.
 """
 
 from __future__ import annotations
@@ -31,7 +61,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -52,8 +84,16 @@ from genbounds.train import (
     resolve_device,
     train_ensemble,
 )
+from genbounds.validation import check_int
 
-__all__ = ["PlainSparseMajorityMHA", "main", "run_benchmark"]
+__all__ = [
+    "PlainSparseMajorityMHA", "SECTIONS", "bench_epoch", "bench_notebooks", "bench_roofline",
+    "bench_svd", "main", "run_benchmark",
+]
+
+#: The sections of a run (``notebooks`` only when asked for).
+SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "notebooks")
+DEFAULT_SECTIONS = ("training", "validation", "epoch", "svd", "roofline")
 
 D, HEADS, KEY_DIM, N_TRAIN, BATCH, S = 64, 2, 64, 300, 128, 9
 
@@ -168,16 +208,206 @@ def _engine_validate(model: SparseMajorityMHA, X: torch.Tensor, y: torch.Tensor,
     return passes
 
 
+def _load() -> float:
+    return float(os.getloadavg()[0])
+
+
+def _seconds_per_epoch(run_epochs: Callable[[int], None], dev: torch.device) -> float:
+    """Marginal seconds of one epoch: ``(t(3) - t(1)) / 2`` (the engine's per-call set-up and
+    final evaluation cancel), the better of two tries."""
+    run_epochs(1)
+    best = math.inf
+    for _ in range(2):
+        _sync(dev)
+        t0 = time.perf_counter()
+        run_epochs(1)
+        _sync(dev)
+        t1 = time.perf_counter()
+        run_epochs(3)
+        _sync(dev)
+        best = min(best, max((time.perf_counter() - t1) - (t1 - t0), 0.0) / 2.0)
+    return best
+
+
+def bench_epoch(T_values: Sequence[int] = (20, 200), K: int = 5, n_val: int = 10_000,
+                device: str = "auto") -> list[dict[str, Any]]:
+    """Figure 2: seconds per model-epoch with validation, the authors' loop vs the engine."""
+    dev = resolve_device(device)
+    rows = []
+    for T in T_values:
+        load = _load()
+        batch = make_sparse_majority_batch(T, list(range(K)), n_train=N_TRAIN, n_val=n_val,
+                                           s=S, d=D, device=dev, val_tokens=False)
+        X_val = batch.datasets[0].val_tokens(device=dev)
+        train = _simple_train_epochs(batch.X_train[0], batch.y_train[0], dev)
+        val = _simple_validate(X_val, batch.y_val[0], dev)
+        train(1)
+        val(1)
+        _sync(dev)
+        t0 = time.perf_counter()
+        train(1)
+        val(1)
+        _sync(dev)
+        simple = time.perf_counter() - t0
+        del X_val
+        model = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K))).to(dev)
+        model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
+        bits_tr, bits_val = batch.bits_train.float(), batch.bits_val.float()
+
+        def engine(n: int, model: Any = model, batch: Any = batch, bits_tr: Any = bits_tr,
+                   bits_val: Any = bits_val) -> None:
+            cfg = TrainConfig(lr=0.01, momentum=0.9, lr_decay=0.999, lr_floor=0.001,
+                              batch_size=BATCH, max_epochs=n, select_best="val_loss",
+                              eval_batch_size=2048, device=str(dev))
+            train_ensemble(model, bits_tr, batch.y_train, bits_val, batch.y_val,
+                           loss="bce_logits_onehot", config=cfg)
+
+        eng = _seconds_per_epoch(engine, dev) / K
+        rows.append({"T": T, "K": K, "n_val": n_val, "simple_s_per_model_epoch": simple,
+                     "engine_s_per_model_epoch": eng, "speedup": simple / eng,
+                     "load": load})
+    return rows
+
+
+def bench_svd(n: int = 10_000, size: int = 201, chunk: int = 1000,
+              seed: int = 0) -> dict[str, Any]:
+    """Figure 3: batched ``torch.linalg.svdvals`` vs a NumPy loop, ``n`` matrices."""
+    check_int(n, "n")
+    check_int(size, "size")
+    load = _load()
+    g = torch.Generator().manual_seed(seed)
+    t_torch = t_numpy = 0.0
+    max_diff = 0.0
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        A = torch.softmax(2.0 * torch.randn(m, size, size, generator=g), dim=-1)
+        An = A.numpy()
+        t0 = time.perf_counter()
+        sv_t = torch.linalg.svdvals(A)
+        t1 = time.perf_counter()
+        sv_n = np.stack([np.linalg.svd(a, compute_uv=False) for a in An])
+        t2 = time.perf_counter()
+        t_torch += t1 - t0
+        t_numpy += t2 - t1
+        max_diff = max(max_diff, float(np.abs(sv_t.numpy() - sv_n).max()))
+    return {"n": n, "size": size, "dtype": "float32", "torch_batched_s": t_torch,
+            "numpy_loop_s": t_numpy, "speedup": t_numpy / t_torch,
+            "max_abs_difference": max_diff, "load": load}
+
+
+def _step_flops(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss: str) -> float:
+    """Matrix-product FLOPs of one forward + backward pass on ``X`` (FlopCounterMode)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from genbounds.train import per_sample_loss
+
+    params = [p for p in model.parameters()]
+    with FlopCounterMode(display=False) as counter:
+        per, _ = per_sample_loss(loss, model(X), y)
+        torch.autograd.grad(per.mean(dim=1).sum(), params)
+    return float(counter.get_total_flops())
+
+
+def bench_roofline(device: str = "auto", sm_size: tuple[int, int] = (5, 200),
+                   enc_size: tuple[int, int, int] = (3, 400, 1024)) -> dict[str, Any]:
+    """Figure 4: achieved GFLOP/s of a training epoch vs measured matmul throughput;
+    ``sm_size = (K, T)`` of the sparse-majority model, ``enc_size = (K, N, d_m)`` of the
+    shallow encoder."""
+    from genbounds.estimates import matmul_gflops
+    from genbounds.models.shallow_encoder import ShallowEncoder
+
+    dev = resolve_device(device)
+    load = _load()
+    peak = matmul_gflops(str(dev))
+    rows = []
+    # sparse majority: K = 5, T = 200, minibatches of 128 (3 steps per epoch), no validation
+    K, T = sm_size
+    batch = make_sparse_majority_batch(T, list(range(K)), n_train=N_TRAIN, n_val=1, s=S, d=D,
+                                       device=dev, val_tokens=False)
+    sm = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K))).to(dev)
+    sm.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
+    bits = batch.bits_train.float()
+    flops = _step_flops(sm, bits, batch.y_train, "bce_logits_onehot")  # 300 samples = 1 epoch
+
+    def sm_epochs(n: int) -> None:
+        cfg = TrainConfig(lr=0.01, momentum=0.9, batch_size=BATCH, max_epochs=n,
+                          select_best="last", device=str(dev))
+        train_ensemble(sm, bits, batch.y_train, loss="bce_logits_onehot", config=cfg)
+
+    s = _seconds_per_epoch(sm_epochs, dev)
+    rows.append({"workload": f"sparse majority K={K} T={T} batch {BATCH}",
+                 "gflop_per_epoch": flops / 1e9, "s_per_epoch": s,
+                 "gflops": flops / s / 1e9, "fraction_of_matmul": flops / s / 1e9 / peak})
+    # shallow encoder: d_m = 1024, 16 tokens of d = 64, N = 400, full-batch GD, K = 3
+    K, N, d_m = enc_size
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(K, N, 16, 64, generator=g).to(dev)
+    y = (torch.rand(K, N, generator=g) < 0.5).to(torch.int64).to(dev)
+    enc = ShallowEncoder(64, d_m, n_models=K, seeds=list(range(K))).to(dev)
+    flops = _step_flops(enc, X, y, "bce_logits")
+
+    def enc_epochs(n: int) -> None:
+        cfg = TrainConfig(optimizer="gd", lr=0.1, max_epochs=n, select_best="last",
+                          device=str(dev))
+        train_ensemble(enc, X, y, loss="bce_logits", config=cfg)
+
+    s = _seconds_per_epoch(enc_epochs, dev)
+    rows.append({"workload": f"shallow encoder K={K} d_m={d_m} N={N} full batch",
+                 "gflop_per_epoch": flops / 1e9, "s_per_epoch": s,
+                 "gflops": flops / s / 1e9, "fraction_of_matmul": flops / s / 1e9 / peak})
+    return {"matmul_gflops": peak, "rows": rows, "load": load}
+
+
+def bench_notebooks(notebooks: Sequence[Path] | None = None,
+                    workdir: Path | None = None) -> list[dict[str, Any]]:
+    """Figure 5: wall time of each notebook at quick scale under nbval (as ``make test``)."""
+    root = Path(__file__).resolve().parents[2]
+    nbs = sorted((root / "notebooks").glob("*.md")) if notebooks is None else list(notebooks)
+    work = Path(workdir) if workdir is not None else Path("/tmp/genbounds-bench-notebooks")
+    work.mkdir(parents=True, exist_ok=True)
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "GENBOUNDS_SCALE": "quick"}
+    rows = []
+    for nb in nbs:
+        out = work / (nb.stem + ".ipynb")
+        load = _load()
+        t0 = time.perf_counter()
+        conv = subprocess.run([str(bindir / "jupytext"), "--to", "ipynb", "--output", str(out),
+                               str(nb)], capture_output=True, text=True, env=env)
+        res = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--current-env",
+                              "-p", "no:cacheprovider", "-q", str(out)],
+                             capture_output=True, text=True, env=env, cwd=str(root))
+        rows.append({"notebook": nb.name, "wall_s": time.perf_counter() - t0,
+                     "passed": conv.returncode == 0 and res.returncode == 0,
+                     "load_before": load, "load_after": _load()})
+    return rows
+
+
 def run_benchmark(
     T_values: Sequence[int] = (20, 200),
-    K_values: Sequence[int] = (1, 5, 25),
+    K_values: Sequence[int] = (1, 5, 25, 50),
     n_val: int = 1000,
     K_val: int = 5,
     target_s: float = 1.0,
     device: str = "auto",
     progress: Callable[[str], None] | None = None,
+    sections: Sequence[str] = DEFAULT_SECTIONS,
+    epoch_n_val: int = 10_000,
+    epoch_K: int = 5,
+    svd_n: int = 10_000,
 ) -> dict[str, Any]:
-    """Run the measurements and return them as a JSON-ready dict (see the module docstring)."""
+    """Run the measurements and return them as a JSON-ready dict (see the module docstring).
+
+    ``T_values``, ``K_values``, ``n_val``, ``K_val``, ``target_s`` set the ``training`` and
+    ``validation`` sections; the ``epoch`` section runs at ``T_values`` with ``epoch_K`` models
+    and ``epoch_n_val`` validation samples; ``svd`` on ``svd_n`` matrices.
+    """
+    for sec in sections:
+        if sec not in SECTIONS:
+            raise ValueError(f"sections must be drawn from {SECTIONS}, got {sec!r}")
+    check_int(epoch_n_val, "epoch_n_val")
+    check_int(epoch_K, "epoch_K")
+    check_int(svd_n, "svd_n")
     for T in T_values:
         if not isinstance(T, int) or T < S:
             raise ValueError(f"T_values must be integers >= {S}, got {T!r}")
@@ -194,7 +424,8 @@ def run_benchmark(
     say = progress or (lambda _msg: None)
     train_rows: list[dict[str, Any]] = []
     val_rows: list[dict[str, Any]] = []
-    for T in T_values:
+    t_start, load_start = time.perf_counter(), _load()
+    for T in (T_values if ("training" in sections or "validation" in sections) else ()):
         K_max = max(max(K_values), K_val)
         batch = make_sparse_majority_batch(T, list(range(K_max)), n_train=N_TRAIN,
                                            n_val=n_val, s=S, d=D, device=dev,
@@ -209,7 +440,7 @@ def run_benchmark(
         say(f"T={T}: simple training loop")
         s_simple, r_simple = _timed(
             _simple_train_epochs(batch.X_train[0], batch.y_train[0], dev), dev, target_s)
-        for K in K_values:
+        for K in (K_values if "training" in sections else ()):
             say(f"T={T}, K={K}: engine")
             m = model_for(K)
             s_tok, r_tok = _timed(_engine_train_epochs(m, batch.X_train[:K], batch.y_train[:K],
@@ -227,7 +458,10 @@ def run_benchmark(
             }
             row["speedup_tokens"] = K / s_tok * s_simple
             row["speedup_bits"] = K / s_bits * s_simple
+            row["load"] = _load()
             train_rows.append(row)
+        if "validation" not in sections:
+            continue
 
         say(f"T={T}: validation passes")
         bits_val = batch.bits_val[:K_val].to(torch.float32)
@@ -246,9 +480,30 @@ def run_benchmark(
         }
         vrow["speedup_tokens"] = vrow["simple_s_per_1000"] / vrow["engine_tokens_s_per_1000"]
         vrow["speedup_bits"] = vrow["simple_s_per_1000"] / vrow["engine_bits_s_per_1000"]
+        vrow["load"] = _load()
         val_rows.append(vrow)
         del X_val
+    extra: dict[str, Any] = {}
+    if "epoch" in sections:
+        say(f"epoch with validation on {epoch_n_val} samples")
+        extra["epoch"] = bench_epoch(T_values, epoch_K, epoch_n_val, str(dev))
+    if "svd" in sections:
+        say(f"singular values of {svd_n} matrices 201 x 201")
+        extra["svd"] = bench_svd(svd_n)
+    if "roofline" in sections:
+        say("roofline")
+        extra["roofline"] = bench_roofline(str(dev))
+    if "notebooks" in sections:
+        say("notebooks at quick scale under nbval")
+        extra["notebooks"] = bench_notebooks()
     return {
+        **extra,
+        "sections": list(sections),
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "host_cpus": os.cpu_count(),
+        "load_start": load_start,
+        "load_end": _load(),
+        "wall_s": time.perf_counter() - t_start,
         "device": str(dev),
         "device_name": (torch.cuda.get_device_name(dev) if dev.type == "cuda"
                         else platform.processor() or platform.machine()),
@@ -267,9 +522,20 @@ def format_tables(result: dict[str, Any]) -> str:
     """The two tables printed by ``genbounds-bench``."""
     lines = [
         f"device: {result['device']} ({result['device_name']}), torch {result['torch']}, "
-        f"{result['torch_threads']} threads",
+        f"{result['torch_threads']} threads, {result['host_cpus']} CPUs, "
+        f"{result['date_utc']} UTC, load average {result['load_start']:.1f} -> "
+        f"{result['load_end']:.1f}, {result['wall_s']:.0f} s in all",
+    ]
+    if result["training"]:
+        lines += _training_lines(result)
+    lines += _extra_lines(result)
+    return "\n".join(lines)
+
+
+def _training_lines(result: dict[str, Any]) -> list[str]:
+    lines = [
         "",
-        "Training, model-epochs per second (300 samples, batch 128, no validation)",
+        "(1) Training, model-epochs per second (300 samples, batch 128, no validation)",
         f"{'T':>5} {'K':>4} {'simple':>10} {'engine/tok':>11} {'engine/bits':>12} "
         f"{'x tok':>7} {'x bits':>7}",
     ]
@@ -278,8 +544,10 @@ def format_tables(result: dict[str, Any]) -> str:
             f"{r['T']:>5} {r['K']:>4} {r['simple_model_epochs_per_s']:>10.1f} "
             f"{r['engine_tokens_model_epochs_per_s']:>11.1f} "
             f"{r['engine_bits_model_epochs_per_s']:>12.1f} {r['speedup_tokens']:>7.1f} "
-            f"{r['speedup_bits']:>7.1f}"
+            f"{r['speedup_bits']:>7.1f}  (load {r['load']:.1f})"
         )
+    if not result["validation"]:
+        return lines
     lines += [
         "",
         "Validation, seconds per 1,000 samples per model (no grad)",
@@ -290,11 +558,46 @@ def format_tables(result: dict[str, Any]) -> str:
         lines.append(
             f"{r['T']:>5} {r['K']:>4} {r['simple_s_per_1000']:>10.4f} "
             f"{r['engine_tokens_s_per_1000']:>11.4f} {r['engine_bits_s_per_1000']:>12.4f} "
-            f"{r['speedup_tokens']:>7.1f} {r['speedup_bits']:>7.1f}"
+            f"{r['speedup_tokens']:>7.1f} {r['speedup_bits']:>7.1f}  (load {r['load']:.1f})"
         )
     lines.append("simple: one model at a time, full attention; engine: K models batched, "
                  "[CLS]-only; tok: token inputs; bits: inputs assembled from token tables")
-    return "\n".join(lines)
+    return lines
+
+
+def _extra_lines(result: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if "epoch" in result:
+        lines += ["", "(2) One epoch of the authors' protocol incl. validation, seconds per model",
+                  f"{'T':>5} {'K':>3} {'n_val':>6} {'authors-port':>13} {'engine':>9} "
+                  f"{'ratio':>7}"]
+        for r in result["epoch"]:
+            lines.append(f"{r['T']:>5} {r['K']:>3} {r['n_val']:>6} "
+                         f"{r['simple_s_per_model_epoch']:>13.3f} "
+                         f"{r['engine_s_per_model_epoch']:>9.4f} {r['speedup']:>7.1f}  "
+                         f"(load {r['load']:.1f})")
+    if "svd" in result:
+        r = result["svd"]
+        lines += ["", f"(3) Singular values of {r['n']:,} matrices {r['size']}x{r['size']} "
+                      f"({r['dtype']})",
+                  f"  numpy loop {r['numpy_loop_s']:.1f} s, torch.linalg.svdvals batched "
+                  f"{r['torch_batched_s']:.1f} s, ratio {r['speedup']:.2f}, max |diff| "
+                  f"{r['max_abs_difference']:.1e}  (load {r['load']:.1f})"]
+    if "roofline" in result:
+        r = result["roofline"]
+        lines += ["", f"(4) Roofline: measured fp32 matmul {r['matmul_gflops']:.1f} GFLOP/s "
+                      f"(load {r['load']:.1f})"]
+        for w in r["rows"]:
+            lines.append(f"  {w['workload']}: {w['gflop_per_epoch']:.3f} GFLOP/epoch in "
+                         f"{w['s_per_epoch']:.4f} s = {w['gflops']:.1f} GFLOP/s, "
+                         f"{100 * w['fraction_of_matmul']:.0f}% of matmul")
+    if "notebooks" in result:
+        lines += ["", "(5) Notebooks at quick scale under nbval"]
+        for n in result["notebooks"]:
+            lines.append(f"  {n['notebook']}: {n['wall_s']:.0f} s, "
+                         f"{'passed' if n['passed'] else 'FAILED'} (load {n['load_before']:.1f}"
+                         f" -> {n['load_after']:.1f})")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -302,7 +605,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="genbounds-bench", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--T", type=int, nargs="+", default=[20, 200], help="sequence lengths")
-    parser.add_argument("--K", type=int, nargs="+", default=[1, 5, 25], help="ensemble sizes")
+    parser.add_argument("--K", type=int, nargs="+", default=[1, 5, 25, 50],
+                        help="ensemble sizes")
+    parser.add_argument("--sections", nargs="+", default=list(DEFAULT_SECTIONS),
+                        choices=SECTIONS, help="what to measure (notebooks: minutes each)")
+    parser.add_argument("--epoch-n-val", type=int, default=10_000,
+                        help="validation samples in the epoch comparison")
+    parser.add_argument("--svd-n", type=int, default=10_000, help="matrices in the SVD figure")
     parser.add_argument("--n-val", type=int, default=1000, help="validation samples per model")
     parser.add_argument("--k-val", type=int, default=5, help="models in the validation pass")
     parser.add_argument("--target-seconds", type=float, default=1.0,
@@ -316,7 +625,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         result = run_benchmark(args.T, args.K, args.n_val, args.k_val, args.target_seconds,
-                               args.device, progress=lambda m: print(m, file=sys.stderr))
+                               args.device, progress=lambda m: print(m, file=sys.stderr),
+                               sections=args.sections, epoch_n_val=args.epoch_n_val,
+                               svd_n=args.svd_n)
     except ValueError as err:
         parser.error(str(err))
     print(format_tables(result))

@@ -72,7 +72,7 @@ class WorkerReport:
 
 
 def worker_share(n_units: int, n_workers: int, worker: int) -> list[int]:
-    """Unit indices of ``worker`` (0-based) among ``n_workers``: ``worker, worker + n_workers, ...``.
+    """Unit indices of ``worker`` (0-based) of ``n_workers``: ``worker, worker + n_workers, ..``.
 
     The shares of all workers partition ``range(n_units)``.
     """

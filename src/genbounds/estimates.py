@@ -1,0 +1,380 @@
+"""Time and peak memory of an experiment, from rates measured on the machine that will run it.
+
+``python -m genbounds reproduce`` prints, before each experiment, :func:`estimate` (unless the
+experiment brings its own ``estimate``). How the numbers come about:
+
+1. **Work.** Every unit of the config is turned into a :class:`Workload`: the model it trains
+   (built for real, with the unit's ensemble size K), its epochs and training samples, how
+   many calls of the engine it makes, how many samples it evaluates without a gradient
+   (``eval_samples``: validation and evaluation passes), and the bytes of its data. The forward FLOPs per
+   sample are *counted* with :class:`torch.utils.flop_counter.FlopCounterMode` on the real
+   model (no formula to get wrong).
+2. **Rates, measured now.** For the units with the largest and the smallest forward cost per
+   sample, the engine itself (:func:`genbounds.train.train_ensemble`, the unit's batch size,
+   1 and 3 epochs on a calibration set of ``n_cal`` samples, and 3 epochs on a quarter of it)
+   and the no-grad evaluation (:func:`genbounds.train.evaluate_models`) are timed on the
+   configured device: an epoch on ``n`` samples costs ``a + b n`` seconds, a call of the engine
+   ``setup`` more (its memory probe and final evaluation), an evaluated sample ``per_eval``.
+   Every other unit uses the rates of the calibrated unit nearest in FLOPs per sample, its
+   per-sample terms scaled by the FLOP ratio. Measuring costs a few seconds (once per process
+   and shape).
+3. **Peak memory** of a unit = its data + 6 copies of the parameters (weights, gradient,
+   momentum, kept, initial, one temporary) + the activations of one micro-batch, from the
+   engine's own probe (:func:`genbounds.train.memory.activation_bytes_per_sample`), capped by
+   the engine's memory budget (half the free memory) like the engine caps it.
+
+Sparse majority stops at training accuracy 1.0 or at the epoch cap; the estimate is therefore
+an **upper bound** at the cap, and its note quotes the measured number of epochs runs needed
+(:data:`EPOCHS_TO_FIT`, measured on the 2-core CPU; see ``book/performance.md``).
+
+What is not counted: the effective-rank spectra and sensitivity matrices (seconds at quick
+scale), norm tables, data loading. ``offset_rademacher``'s heavy-tail units train with their own
+loop (``fit_local``); they are estimated with the engine's rate for the same model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from genbounds.experiments.registry import Estimate
+from genbounds.train import (
+    InputSet,
+    LossName,
+    TrainConfig,
+    evaluate_models,
+    resolve_device,
+    train_ensemble,
+)
+from genbounds.train.memory import activation_bytes_per_sample, available_memory_bytes
+
+__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "Workload", "estimate", "forward_flops",
+           "matmul_gflops", "workloads"]
+
+#: Measured at the authors' protocol on the 2-core CPU (book/performance.md, 2026-11-26):
+#: T -> (runs, epochs run, runs that reached training accuracy 1.0, epochs at which runs left
+#: the 50 % plateau). Filled from ``/tmp`` measurement by the performance page's author.
+EPOCHS_TO_FIT: dict[int, str] = {
+    20: "4 runs, 6,000 epochs: none at training accuracy 1.0 (see book/performance.md)",
+    200: "4 runs, 2,500 epochs: none at training accuracy 1.0 (see book/performance.md)",
+}
+
+
+#: FLOPs of one calibration pass (forward + backward of the calibration set): keeps the
+#: measurement to a fraction of a second per pass.
+CALIBRATION_FLOPS = {"cpu": 2e9, "cuda": 2e12}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The training work of one unit (see the module docstring)."""
+
+    name: str
+    build: Callable[[int], tuple[nn.Module, torch.Tensor, torch.Tensor]]
+    loss: LossName
+    K: int
+    epochs: int
+    n_train: int
+    calls: int
+    eval_samples: float
+    batch_size: int | None
+    data_bytes: float
+    n_cal: int
+    device: str
+
+
+# ---------------------------------------------------------------------------------- measured
+_GEMM: dict[str, float] = {}
+_RATES: dict[tuple[Any, ...], _Rates] = {}
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def matmul_gflops(device: str = "auto", n: int | None = None, seconds: float = 0.5) -> float:
+    """Measured float32 matrix-multiply throughput of ``device`` in GFLOP/s (``n x n``
+    products, ``n = 1024`` on CPU and 8192 on CUDA; cached per device)."""
+    dev = resolve_device(device)
+    key = f"{dev}:{n}"
+    if key in _GEMM:
+        return _GEMM[key]
+    n = n or (8192 if dev.type == "cuda" else 1024)
+    a = torch.randn(n, n, device=dev)
+    b = torch.randn(n, n, device=dev)
+    c = a @ b
+    _sync(dev)
+    reps, t = 0, 0.0
+    t0 = time.perf_counter()
+    while t < seconds or reps < 2:
+        torch.matmul(a, b, out=c)
+        reps += 1
+        _sync(dev)
+        t = time.perf_counter() - t0
+    _GEMM[key] = 2.0 * n**3 * reps / t / 1e9
+    return _GEMM[key]
+
+
+def forward_flops(model: nn.Module, X: torch.Tensor) -> float:
+    """FLOPs of ``model(X)`` as counted by PyTorch's FlopCounterMode (matrix products)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(X)
+    return float(counter.get_total_flops())
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """Measured on one unit's model: an epoch on ``n`` samples takes ``a + b n`` seconds, a
+    call of the engine ``setup`` more, an evaluated sample ``per_eval``."""
+
+    a: float
+    b: float
+    setup: float
+    per_eval: float
+    flops: float
+    act: int
+
+
+def _timed(fn: Callable[[], Any], dev: torch.device, reps: int = 2) -> float:
+    best = math.inf
+    for _ in range(reps):
+        _sync(dev)
+        t0 = time.perf_counter()
+        fn()
+        _sync(dev)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _measure(w: Workload) -> _Rates:
+    """Time the engine on the unit's model (see the module docstring); cached."""
+    key = (w.name, w.K, w.n_cal, w.batch_size, w.loss, w.device, w.build.__qualname__,
+           w.build.__defaults__)
+    if key in _RATES:
+        return _RATES[key]
+    dev = resolve_device(w.device)
+    model, X, y = w.build(w.n_cal)
+    model = model.to(dev)
+    X, y = X.to(dev), y.to(dev)
+    flops = forward_flops(model, X[:, :2]) / 2.0
+
+    def train(E: int, n: int) -> float:
+        cfg = TrainConfig(optimizer="sgd", lr=1e-6, batch_size=w.batch_size, max_epochs=E,
+                          select_best="last", device=str(dev))
+        return _timed(lambda: train_ensemble(model, X[:, :n], y[:, :n], loss=w.loss,
+                                             config=cfg), dev)
+
+    n1 = w.n_cal
+    train(1, n1)  # warm-up
+    t1, t3 = train(1, n1), train(3, n1)
+    pe1 = max((t3 - t1) / 2.0, 1e-9)
+    setup = max(t1 - pe1, 0.0)
+    if w.batch_size is None and n1 >= 8:  # full batch: an affine cost a + b n
+        n2 = n1 // 4
+        pe2 = max((train(3, n2) - setup) / 3.0, 0.0)
+        b = max((pe1 - pe2) / (n1 - n2), 0.0)
+        a = max(pe1 - b * n1, 0.0)
+    else:  # minibatches: measured at the unit's own training-set size
+        a, b = 0.0, pe1 / n1
+    state = {**{n: p.detach() for n, p in model.named_parameters()},
+             **dict(model.named_buffers())}
+    inputs = InputSet(X, n1, w.K, "X", X.dtype, dev)
+    idx = np.arange(w.K)
+    evaluate_models(model, state, inputs, y, idx, w.loss, None)
+    per_eval = _timed(lambda: evaluate_models(model, state, inputs, y, idx, w.loss, None),
+                      dev) / n1
+    act = activation_bytes_per_sample(model, state, inputs, y, w.loss)
+    _RATES[key] = _Rates(a, b, setup, per_eval, flops, act)
+    return _RATES[key]
+
+
+def _params_bytes(model: nn.Module) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def _estimate_workloads(ws: Sequence[Workload], note: str) -> Estimate:
+    """Calibrate the extreme units, scale the others by counted FLOPs (module docstring)."""
+    t_start = time.perf_counter()
+    dev = resolve_device(ws[0].device)
+    flops = []
+    for w in ws:  # counted on the real model, 2 samples
+        m, X, _ = w.build(2)
+        flops.append(forward_flops(m, X[:, :2]) / 2.0)
+        del m, X
+    order = np.argsort(flops)
+    cal_idx = sorted({int(order[0]), int(order[-1])})
+    budget_flops = CALIBRATION_FLOPS["cuda" if dev.type == "cuda" else "cpu"]
+
+    def small(i: int) -> Workload:  # a calibration set of about budget_flops per pass
+        n = int(budget_flops / max(3.0 * flops[i], 1.0))
+        return replace(ws[i], n_cal=max(8, min(ws[i].n_cal, n)))
+
+    cal = {i: _measure(small(i)) for i in cal_idx}
+    seconds, peak = 0.0, 0.0
+    budget = 0.5 * available_memory_bytes(dev)
+    for i, w in enumerate(ws):
+        j = min(cal_idx, key=lambda c: abs(math.log(max(flops[c], 1.0))
+                                           - math.log(max(flops[i], 1.0))))
+        r = cal[j]
+        scale = flops[i] / r.flops if r.flops > 0 else 1.0
+        seconds += (w.epochs * (r.a + r.b * scale * w.n_train) + w.calls * r.setup
+                    + w.eval_samples * r.per_eval * scale)
+        m, _, _ = w.build(2)
+        B = (w.batch_size or w.n_train) if w.epochs > 0 else 0  # init-only: no activations
+        peak = max(peak, w.data_bytes + 6 * _params_bytes(m) + min(r.act * scale * B, budget))
+    where = (torch.cuda.get_device_name(dev) if dev.type == "cuda"
+             else f"this CPU ({torch.get_num_threads()} threads)")
+    cal_s = time.perf_counter() - t_start
+    return Estimate(seconds=seconds, peak_bytes=peak, device=where,
+                    note=f"{note}; rates measured now on {len(cal_idx)} of {len(ws)} units "
+                         f"in {cal_s:.0f} s, others scaled by counted FLOPs")
+
+
+# ---------------------------------------------------------------------------- the experiments
+def _sparse_majority(cfg: Any) -> tuple[list[Workload], str]:
+    from genbounds.data import make_sparse_majority_batch
+    from genbounds.models import SparseMajorityMHA
+
+    ws = []
+    for T in cfg.T_values:
+        K = cfg.runs_per_T
+
+        def build(n: int, T: int = T, K: int = K) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+            b = make_sparse_majority_batch(T, list(range(K)), n_train=max(n, 2), n_val=1,
+                                           s=cfg.s, d=cfg.d, val_tokens=False)
+            m = SparseMajorityMHA(cfg.d, cfg.heads, cfg.key_dim, n_models=K,
+                                  seeds=list(range(K)))
+            m.set_token_tables(b.bit_embeddings, b.cls_embeddings, b.positional)
+            return m, b.bits_train.float(), b.y_train
+
+        E = cfg.max_epochs
+        ws.append(Workload(
+            name="sparse_majority", build=build, loss="bce_logits_onehot", K=K,
+            epochs=E, n_train=cfg.n_train, calls=1,
+            eval_samples=float(E * cfg.n_val + cfg.n_train + cfg.n_val + cfg.n_test),
+            batch_size=cfg.batch_size, n_cal=cfg.n_train,
+            data_bytes=4.0 * K * (cfg.n_train + cfg.n_val + cfg.n_test) * (T + 1),
+            device=cfg.device))
+    fit = "; ".join(f"T={T}: {v}" for T, v in EPOCHS_TO_FIT.items())
+    note = (f"UPPER BOUND at the cap of {cfg.max_epochs:,} epochs per run (a run stops "
+            f"earlier at training accuracy 1.0; measured on the 2-core CPU: {fit})")
+    return ws, note
+
+
+def _shallow_gd(cfg: Any) -> tuple[list[Workload], str]:
+    from genbounds.experiments.shallow_gd import units
+    from genbounds.models.shallow_encoder import ShallowEncoder
+
+    ws = []
+    for u in units(cfg):
+        K = u.seeds
+
+        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
+                                                           torch.Tensor]:
+            g = torch.Generator().manual_seed(0)
+            X = torch.randn(K, n, 16, 64, generator=g)
+            y = (torch.rand(K, n, generator=g) < 0.5).to(torch.int64)
+            return ShallowEncoder(64, u.d_m, n_models=K, seeds=list(range(K))), X, y
+
+        n_eval = u.N + u.n_val + u.n_test
+        ws.append(Workload(
+            name="shallow_gd", build=build, loss="bce_logits", K=K,
+            epochs=u.epochs, n_train=u.N, calls=u.epochs,
+            eval_samples=float(u.epochs * (u.N + n_eval) + n_eval),
+            batch_size=None, n_cal=min(u.N, 512),
+            data_bytes=4.0 * K * n_eval * 16 * 64, device=u.device))
+    return ws, "full-batch GD, every epoch's train/val/test evaluation included"
+
+
+def _effective_rank(cfg: Any) -> tuple[list[Workload], str]:
+    from genbounds.experiments.effective_rank import units
+    from genbounds.models import EdelmanTransformer
+
+    ws = []
+    for u in units(cfg):
+        K = u.n_models
+
+        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
+                                                           torch.Tensor]:
+            g = torch.Generator().manual_seed(0)
+            X = torch.randn(K, n, u.T + 1, u.d, generator=g) / math.sqrt(u.d)
+            y = torch.where(torch.rand(K, n, generator=g) < 0.5, -1, 1).to(torch.int64)
+            m = EdelmanTransformer(d=u.d, k=u.k, heads=u.heads, layers=u.layers, n_models=K,
+                                   seeds=list(range(K)))
+            return m, X, y
+
+        ws.append(Workload(
+            name="effective_rank", build=build, loss="logistic", K=K,
+            epochs=u.epochs, n_train=u.m, calls=u.checkpoints,
+            eval_samples=float((u.checkpoints + 1) * (u.m + u.n_test)),
+            batch_size=None, n_cal=min(u.m, 512),
+            data_bytes=4.0 * K * (u.m + u.n_test) * (u.T + 1) * u.d, device=u.device))
+    return ws, ("full-batch Adam and checkpoint evaluations; spectra and sensitivity "
+                "matrices not counted")
+
+
+def _offset_rademacher(cfg: Any) -> tuple[list[Workload], str]:
+    from genbounds.experiments.offset_rademacher import units
+    from genbounds.models.li_transformer import LiTransformer
+
+    ws = []
+    for u in units(cfg):
+        K = u.seeds
+
+        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
+                                                           torch.Tensor]:
+            g = torch.Generator().manual_seed(0)
+            X = torch.randn(K, n, u.T, u.d, generator=g, dtype=torch.float64)
+            y = torch.randn(K, n, generator=g, dtype=torch.float64)
+            m = LiTransformer(u.d, u.student_rank, heads=u.heads, layers=u.layers,
+                              rank_qk=u.student_rank, n_models=K, seeds=list(range(K)),
+                              dtype=torch.float64)
+            return m, X, y
+
+        ws.append(Workload(
+            name="offset_rademacher", build=build, loss="mse", K=K,
+            epochs=u.steps, n_train=u.n, calls=1, eval_samples=float(u.n + u.n_test),
+            batch_size=None, n_cal=min(u.n, 512),
+            data_bytes=8.0 * K * u.n * u.T * u.d + 8.0 * u.n_test * u.T * u.d,
+            device=u.device))
+    return ws, "full-batch Adam steps (heavy-tail units at the engine's rate)"
+
+
+#: Experiments this module knows, by name: ``config -> (workloads, note)``.
+KNOWN: dict[str, Callable[[Any], tuple[list[Workload], str]]] = {
+    "sparse_majority": _sparse_majority,
+    "shallow_gd": _shallow_gd,
+    "effective_rank": _effective_rank,
+    "offset_rademacher": _offset_rademacher,
+}
+
+
+def workloads(experiment_name: str, config: Any) -> list[Workload] | None:
+    """The :class:`Workload` of every unit of ``config`` (None for an unknown experiment)."""
+    fn = KNOWN.get(experiment_name)
+    return None if fn is None else fn(config)[0]
+
+
+def estimate(experiment_name: str, config: Any) -> Estimate | None:
+    """Estimated wall time and peak memory of the experiment at ``config`` on its device.
+
+    None when the experiment is not one of :data:`KNOWN` (the command line then prints
+    "no estimate"). Measures rates on the configured device first (a few seconds).
+    """
+    fn = KNOWN.get(experiment_name)
+    if fn is None:
+        return None
+    ws, note = fn(config)
+    if not ws:
+        return None
+    return _estimate_workloads(ws, note)

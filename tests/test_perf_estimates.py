@@ -1,0 +1,76 @@
+"""genbounds.estimates: measured-rate estimates of time and memory per experiment."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+import genbounds.experiments  # noqa: F401  (registers the studies)
+from genbounds.estimates import KNOWN, estimate, forward_flops, matmul_gflops, workloads
+from genbounds.experiments import get_experiment, registered_experiments
+from genbounds.experiments.sparse_majority import SparseMajorityConfig, run
+
+
+def tiny(epochs: int = 30) -> SparseMajorityConfig:
+    return dataclasses.replace(
+        SparseMajorityConfig.paper(device="cpu"), T_values=(9, 15), runs_per_T=2, n_train=64,
+        n_val=200, n_test=50, batch_size=32, max_epochs=epochs)
+
+
+def test_unknown_experiment_gives_none() -> None:
+    assert estimate("no_such_experiment", None) is None
+
+
+def test_every_registered_experiment_is_known() -> None:
+    names = {e.name for e in registered_experiments()}
+    for name in names:
+        if name in KNOWN:
+            assert workloads(name, get_experiment(name).config("quick"))
+
+
+def test_sparse_majority_estimate_brackets_a_real_run() -> None:
+    """The upper bound at the epoch cap is neither far below nor far above the measured time
+    of the same config (tiny T: SGD stays on its plateau, so every run uses all epochs)."""
+    cfg = tiny()
+    est = estimate("sparse_majority", cfg)
+    assert est is not None and est.seconds > 0 and est.peak_bytes > 0
+    assert "UPPER BOUND" in est.note
+    t0 = time.perf_counter()
+    out = run(cfg)
+    wall = time.perf_counter() - t0
+    assert (out["epochs_trained"] == cfg.max_epochs).all()
+    # measured on a loaded shared machine: a factor 4 either way
+    assert est.seconds / 4 < wall < 4 * est.seconds, (est.seconds, wall)
+
+
+def test_estimate_grows_with_the_work() -> None:
+    a = estimate("sparse_majority", tiny(30))
+    b = estimate("sparse_majority", tiny(3000))
+    assert a is not None and b is not None
+    assert 30 < b.seconds / a.seconds < 200
+
+
+def test_flops_and_matmul_rate() -> None:
+    import torch
+
+    lin = torch.nn.Linear(64, 32, bias=False)
+    assert forward_flops(lin, torch.randn(10, 64)) == 2 * 10 * 64 * 32
+    assert matmul_gflops("cpu", n=128, seconds=0.05) > 0.1
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_quick_workloads_build(name: str) -> None:
+    import importlib
+
+    try:  # register the study even before the lead lists it in genbounds.experiments
+        importlib.import_module(f"genbounds.experiments.{name}")
+        exp = get_experiment(name)
+    except (ImportError, ValueError):
+        pytest.skip(f"{name} is not in this checkout")
+    ws = workloads(name, exp.config("quick"))
+    assert ws
+    model, X, y = ws[0].build(2)
+    assert X.shape[:2] == (ws[0].K, 2) and y.shape == (ws[0].K, 2)
+    assert forward_flops(model, X) > 0
