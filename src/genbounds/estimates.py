@@ -6,9 +6,10 @@ experiment brings its own ``estimate``). How the numbers come about:
 1. **Work.** Every unit of the config is turned into a :class:`Workload`: the model it trains
    (built for real, with the unit's ensemble size K), its epochs and training samples, how
    many calls of the engine it makes, how many samples it evaluates without a gradient
-   (``eval_samples``: validation and evaluation passes), and the bytes of its data. The forward FLOPs per
-   sample are *counted* with :class:`torch.utils.flop_counter.FlopCounterMode` on the real
-   model (no formula to get wrong).
+   (``eval_samples``: validation and evaluation passes), and the bytes of its data. The
+   forward FLOPs per sample are *counted* with
+   :class:`torch.utils.flop_counter.FlopCounterMode` on the real model (no formula to get
+   wrong).
 2. **Rates, measured now.** For the units with the largest and the smallest forward cost per
    sample, the engine itself (:func:`genbounds.train.train_ensemble`, the unit's batch size,
    1 and 3 epochs on a calibration set of ``n_cal`` samples, and 3 epochs on a quarter of it)
