@@ -307,7 +307,9 @@ def coupled_pairs(
             f = names[diff[0]]
             dg = g[a] - g[b]
             err = 0.5 * (1.0 - np.sign(m[a] - m[b]) * np.sign(dg))
-            A.append(a), B.append(b), fs.append(f)
+            A.append(a)
+            B.append(b)
+            fs.append(f)
             envs.append(f"{grp[a]}/{f}" if group is not None else f)
             errs.append(err)
             kept.append(bool(abs(dg) > (nz[a, b] if nz is not None else 0.0)))
