@@ -63,3 +63,11 @@ def test_notebooks_section_reports_failure(tmp_path) -> None:
                   "---\n\n```{code-cell} ipython3\nassert 1 == 2\n```\n")
     rows = bench_notebooks([nb], workdir=tmp_path / "work")
     assert rows[0]["notebook"] == "broken.md" and rows[0]["passed"] is False
+
+
+def test_fit_section_counts_epochs() -> None:
+    res = run_benchmark(T_values=(9,), K_values=(2,), n_val=20, sections=("fit",),
+                        fit_epochs=3, device="cpu")
+    r = res["fit"][0]
+    assert r["stopped_epoch"] == [2, 2] or any(r["reached"])
+    assert "Epochs to training accuracy" in format_tables(res)

@@ -88,11 +88,11 @@ from genbounds.validation import check_int
 
 __all__ = [
     "PlainSparseMajorityMHA", "SECTIONS", "bench_epoch", "bench_notebooks", "bench_roofline",
-    "bench_svd", "main", "run_benchmark",
+    "bench_svd", "main", "measure_epochs_to_fit", "run_benchmark",
 ]
 
 #: The sections of a run (``notebooks`` only when asked for).
-SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "notebooks")
+SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "notebooks", "fit")
 DEFAULT_SECTIONS = ("training", "validation", "epoch", "svd", "roofline")
 
 D, HEADS, KEY_DIM, N_TRAIN, BATCH, S = 64, 2, 64, 300, 128, 9
@@ -383,6 +383,38 @@ def bench_notebooks(notebooks: Sequence[Path] | None = None,
     return rows
 
 
+def measure_epochs_to_fit(T: int, runs: int = 4, n_val: int = 200, max_epochs: int = 6000,
+                          device: str = "cpu") -> dict[str, Any]:
+    """Epochs the authors' protocol needs to reach training accuracy 1.0 (``--sections fit``).
+
+    The paper preset (:meth:`~genbounds.experiments.sparse_majority.SparseMajorityConfig.paper`:
+    SGD 0.01, momentum 0.9, decay 0.999 with floor 0.001, batch 128, 300 training samples,
+    validation every epoch) with ``runs`` runs at length ``T``, the validation set reduced to
+    ``n_val`` samples (it changes the time per epoch, not the training) and the epoch cap to
+    ``max_epochs``. Reports, per run, the epoch it stopped, whether it reached 1.0, the first
+    epoch whose running training accuracy exceeded 0.6 (left the majority-class plateau), and its
+    final running accuracy.
+    """
+    import dataclasses
+
+    from genbounds.experiments.sparse_majority import SparseMajorityConfig, train_group
+
+    cfg = dataclasses.replace(SparseMajorityConfig.paper(device=device), T_values=(T,),
+                              runs_per_T=runs, n_val=n_val, max_epochs=max_epochs)
+    load = _load()
+    t0 = time.perf_counter()
+    res, _, _ = train_group(cfg, T)
+    acc = res.history["accuracy"]
+    return {
+        "T": T, "runs": runs, "n_val": n_val, "max_epochs": max_epochs,
+        "wall_s": time.perf_counter() - t0, "load_before": load, "load_after": _load(),
+        "stopped_epoch": res.stopped_epoch.tolist(),
+        "reached": res.reached_train_accuracy.tolist(),
+        "left_plateau": [int(np.argmax(a > 0.6)) if (a > 0.6).any() else None for a in acc],
+        "final_running_accuracy": [float(a[~np.isnan(a)][-1]) for a in acc],
+    }
+
+
 def run_benchmark(
     T_values: Sequence[int] = (20, 200),
     K_values: Sequence[int] = (1, 5, 25, 50),
@@ -395,12 +427,14 @@ def run_benchmark(
     epoch_n_val: int = 10_000,
     epoch_K: int = 5,
     svd_n: int = 10_000,
+    fit_epochs: int = 6000,
 ) -> dict[str, Any]:
     """Run the measurements and return them as a JSON-ready dict (see the module docstring).
 
     ``T_values``, ``K_values``, ``n_val``, ``K_val``, ``target_s`` set the ``training`` and
     ``validation`` sections; the ``epoch`` section runs at ``T_values`` with ``epoch_K`` models
-    and ``epoch_n_val`` validation samples; ``svd`` on ``svd_n`` matrices.
+    and ``epoch_n_val`` validation samples; ``svd`` on ``svd_n`` matrices; ``fit`` trains
+    ``max(K_values)`` runs per ``T`` for ``fit_epochs`` epochs with ``n_val`` validation samples.
     """
     for sec in sections:
         if sec not in SECTIONS:
@@ -496,6 +530,10 @@ def run_benchmark(
     if "notebooks" in sections:
         say("notebooks at quick scale under nbval")
         extra["notebooks"] = bench_notebooks()
+    if "fit" in sections:
+        say(f"epochs to training accuracy 1.0 at T = {list(T_values)} (authors' protocol)")
+        extra["fit"] = [measure_epochs_to_fit(T, max(K_values), n_val, fit_epochs, str(dev))
+                        for T in T_values]
     return {
         **extra,
         "sections": list(sections),
@@ -591,6 +629,13 @@ def _extra_lines(result: dict[str, Any]) -> list[str]:
             lines.append(f"  {w['workload']}: {w['gflop_per_epoch']:.3f} GFLOP/epoch in "
                          f"{w['s_per_epoch']:.4f} s = {w['gflops']:.1f} GFLOP/s, "
                          f"{100 * w['fraction_of_matmul']:.0f}% of matmul")
+    if "fit" in result:
+        lines += ["", "Epochs to training accuracy 1.0 (authors' protocol, reduced validation set)"]
+        for r in result["fit"]:
+            lines.append(f"  T={r['T']}: {r['runs']} runs, {r['max_epochs']} epochs in "
+                         f"{r['wall_s']:.0f} s: reached {r['reached']}, left the plateau at "
+                         f"{r['left_plateau']}, final running accuracy "
+                         f"{[round(a, 3) for a in r['final_running_accuracy']]}")
     if "notebooks" in result:
         lines += ["", "(5) Notebooks at quick scale under nbval"]
         for n in result["notebooks"]:
@@ -612,6 +657,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epoch-n-val", type=int, default=10_000,
                         help="validation samples in the epoch comparison")
     parser.add_argument("--svd-n", type=int, default=10_000, help="matrices in the SVD figure")
+    parser.add_argument("--fit-epochs", type=int, default=6000,
+                        help="epoch cap of the fit section (runs = max of --K)")
     parser.add_argument("--n-val", type=int, default=1000, help="validation samples per model")
     parser.add_argument("--k-val", type=int, default=5, help="models in the validation pass")
     parser.add_argument("--target-seconds", type=float, default=1.0,
@@ -627,7 +674,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run_benchmark(args.T, args.K, args.n_val, args.k_val, args.target_seconds,
                                args.device, progress=lambda m: print(m, file=sys.stderr),
                                sections=args.sections, epoch_n_val=args.epoch_n_val,
-                               svd_n=args.svd_n)
+                               svd_n=args.svd_n, fit_epochs=args.fit_epochs)
     except ValueError as err:
         parser.error(str(err))
     print(format_tables(result))

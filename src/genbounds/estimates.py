@@ -59,12 +59,12 @@ from genbounds.train.memory import activation_bytes_per_sample, available_memory
 __all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "Workload", "estimate", "forward_flops",
            "matmul_gflops", "workloads"]
 
-#: Measured at the authors' protocol on the 2-core CPU (book/performance.md, 2026-11-26):
-#: T -> (runs, epochs run, runs that reached training accuracy 1.0, epochs at which runs left
-#: the 50 % plateau). Filled from ``/tmp`` measurement by the performance page's author.
+#: Measured at the authors' protocol on the 2-core CPU (2026-11-26, load average 6-10,
+#: ``genbounds-bench --sections fit``; validation reduced to 200 samples; book/performance.md).
 EPOCHS_TO_FIT: dict[int, str] = {
-    20: "4 runs, 6,000 epochs: none at training accuracy 1.0 (see book/performance.md)",
-    200: "4 runs, 2,500 epochs: none at training accuracy 1.0 (see book/performance.md)",
+    20: "4 runs to 6,000 epochs: none at 1.0; 2 left the 50% plateau (epochs 181, 4,429), "
+        "2 did not; earlier 5 runs to 20,000 epochs: none at 1.0",
+    200: "4 runs to 2,500 epochs: none at 1.0, none left the plateau",
 }
 
 
