@@ -998,12 +998,13 @@ def _register_both_forms(key: str, statement: str, kind: BoundKind, needs: tuple
 
 _register_both_forms("lemma_3_3", "Lemma 3.3", BoundKind.LOG_COVERING,
                      ("eps", "d", "k", "B_w", "B_x"), {}, log_covering_l1inf,
-                     "log N of {x -> W x : ||W^T||_{1,inf} <= B_w} (Maurey)")
+                     "log N of {x -> W x : ||W||_{1,inf} <= B_w} (every column l1), ||x||_1 <= B_x "
+                     "(Maurey)")
 register(Bound(key="trauger_tewari.lemma_3_4.audited", paper="trauger2024sequence",
                statement="Lemma 3.4", kind=BoundKind.LOG_COVERING, form="audited",
                needs=("eps", "d", "k", "B_w", "B_x"), constants={"constant": 1.0},
-               fn=log_covering_l21, description="log N of {x -> W x : ||W||_{2,1} <= B_w} "
-               "(rows, not columns, as audited)"))
+               fn=log_covering_l21, description="log N of {x -> W x : ||W^T||_{2,1} <= B_w} (sum "
+               "of row l2 norms, as audited; the printed column constraint makes it false)"))
 _register_both_forms("lemma_3_6", "Lemma 3.6", BoundKind.LOG_COVERING,
                      ("eps", "d", "k", "B_w", "B_x"), {}, log_covering_l11,
                      "log N of {x -> W x : ||W||_{1,1} <= B_w} (Maurey)")
@@ -1016,10 +1017,11 @@ _register_both_forms("cor_4_1_1", "Cor. 4.1.1", BoundKind.RADEMACHER, _ONE_LAYER
                      "one head, ||W_QK||_{1,1} <= B_QK; no dependence on T")
 _register_both_forms("cor_d_0_1", "Cor. D.0.1", BoundKind.RADEMACHER, _ONE_LAYER_NEEDS,
                      dict(_DUDLEY), rademacher_one_layer_l1inf,
-                     "one head, ||W_QK^T||_{1,inf} <= B_QK")
+                     "one head, ||W_QK||_{1,inf} <= B_QK for x_cls -> W_QK x_cls, ||x||_1 <= B_x")
 _register_both_forms("cor_d_0_2", "Cor. D.0.2", BoundKind.RADEMACHER, _ONE_LAYER_NEEDS,
                      {**_DUDLEY, "lemma_constant": 1.0}, rademacher_one_layer_l21,
-                     "one head, ||W_QK||_{2,1} <= B_QK")
+                     "one head, ||W_QK^T||_{2,1} <= B_QK (rows; printed: columns, where only an "
+                     "l_inf cover of the scores, not Lemma 3.4, can give the form)")
 _register_both_forms("thm_4_2", "Thm 4.2", BoundKind.RADEMACHER,
                      ("m", "L", "C_1", "C_Bx", "B_c2", "B_v2", "B_qk2", "B_w", "B_x"),
                      {"c": DUDLEY_C_BARTLETT_2017, "L_sigma": 1.0, "a0": 0.0},
