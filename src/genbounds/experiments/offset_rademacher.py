@@ -51,7 +51,7 @@ from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models.li_transformer import LiTransformer
 from genbounds.norms import norm_table
 from genbounds.offset_complexity import offset_rademacher_linear_l2, offset_rademacher_network
-from genbounds.train import TrainConfig, train_ensemble
+from genbounds.train import TrainConfig, resolve_device, train_ensemble
 from genbounds.validation import check_choice, check_int, check_positive
 
 __all__ = [
@@ -302,8 +302,11 @@ def run_unit(u: StudentUnit, progress: bool = False) -> dict[str, np.ndarray]:
     init = {n_: p.detach().clone() for n_, p in student.named_parameters()}
     Xt = torch.as_tensor(np.array(Xtr))
     if u.study == "tails":
-        fit_local(student, Xt, ytr, "huber" if u.arm == "huber" else "mse", u.steps, u.lr,
-                  u.huber_delta, u.lr_decay)
+        dev = resolve_device(u.device)
+        student = student.to(dev)
+        fit_local(student, Xt.to(dev), ytr.to(dev), "huber" if u.arm == "huber" else "mse",
+                  u.steps, u.lr, u.huber_delta, u.lr_decay)
+        student = student.cpu()
     else:
         cfg = TrainConfig(optimizer="adam", lr=u.lr, lr_decay=u.lr_decay, max_epochs=u.steps,
                           batch_size=None, select_best="last", device=u.device,
