@@ -100,6 +100,10 @@ def test_coupled_pairs_and_robust_sign_error_by_hand() -> None:
                    (2, 3): ("f1", 1.0)}
     avg, worst, per = robust_sign_error(pairs)
     assert avg == 0.25 and worst == 0.5 and per == {"f1": 0.5, "f2": 0.0}
+    # environments with fewer kept pairs than min_pairs do not enter the worst case
+    assert robust_sign_error(pairs, min_pairs=3)[1] != robust_sign_error(pairs, min_pairs=3)[1]
+    with pytest.raises(ValueError, match="min_pairs"):
+        robust_sign_error(pairs, min_pairs=0)
     # pair (2, 3) has |g_2 - g_3| = 1: a noise level of 1.5 leaves it out
     noise = np.zeros((4, 4))
     noise[2, 3] = 1.5

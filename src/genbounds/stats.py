@@ -160,11 +160,18 @@ def _factor_arrays(factors: Mapping[str, object], n: int) -> dict[str, np.ndarra
 
 def _groups(keys: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
     """Index sets of the models sharing every value of ``keys`` (in first-seen order)."""
-    labels: dict[tuple[object, ...], list[int]] = {}
-    for i in range(n):
-        labels.setdefault(tuple(k[i].item() if hasattr(k[i], "item") else k[i] for k in keys),
-                          []).append(i)
-    return [np.array(v) for v in labels.values()]
+    if not keys:
+        return [np.arange(n)]
+    try:
+        K = np.stack([np.asarray(k, dtype=np.float64) for k in keys], axis=1)
+        _, first, inv = np.unique(K, axis=0, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        return [np.flatnonzero(inv == g) for g in np.argsort(first, kind="stable")]
+    except (TypeError, ValueError):  # non-numeric factor values
+        labels: dict[tuple[object, ...], list[int]] = {}
+        for i in range(n):
+            labels.setdefault(tuple(k[i] for k in keys), []).append(i)
+        return [np.array(v) for v in labels.values()]
 
 
 @dataclass(frozen=True)
@@ -318,22 +325,30 @@ def coupled_pairs(
                         np.array(errs, dtype=np.float64), np.array(kept, dtype=bool))
 
 
-def robust_sign_error(pairs: CoupledPairs) -> tuple[float, float, dict[str, float]]:
+def robust_sign_error(pairs: CoupledPairs, min_pairs: int = 1
+                      ) -> tuple[float, float, dict[str, float]]:
     """``(average, worst, per_environment)`` sign error over the kept pairs.
 
     ``average`` is the mean over every kept pair; ``per_environment`` the mean within each
-    environment; ``worst`` the largest of those, the *robust* sign error of Dziugaite et al.
-    (2020): a measure that ranks well on average can still fail completely in one environment.
-    ``nan`` everywhere when no pair is kept.
+    environment that has at least ``min_pairs`` kept pairs; ``worst`` the largest of those, the
+    *robust* sign error of Dziugaite et al. (2020): a measure that ranks well on average can
+    still fail completely in one environment. (With ``min_pairs = 1`` an environment of one
+    pair has error 0 or 1; a larger ``min_pairs`` keeps the worst case from being a coin flip.)
+    ``nan`` when no pair (no environment) qualifies.
     """
     if not isinstance(pairs, CoupledPairs):
         raise ValueError(f"pairs must be CoupledPairs, got {type(pairs).__name__}")
+    if isinstance(min_pairs, bool) or not isinstance(min_pairs, int) or min_pairs < 1:
+        raise ValueError(f"min_pairs must be an integer >= 1, got {min_pairs!r}")
     k = pairs.kept
     if not np.any(k):
         return float("nan"), float("nan"), {}
-    per = {str(e): float(np.mean(pairs.error[k & (pairs.environment == e)]))
-           for e in dict.fromkeys(pairs.environment[k].tolist())}
-    return float(np.mean(pairs.error[k])), max(per.values()), per
+    per = {}
+    for e in dict.fromkeys(pairs.environment[k].tolist()):
+        sel = k & (pairs.environment == e)
+        if int(np.sum(sel)) >= min_pairs:
+            per[str(e)] = float(np.mean(pairs.error[sel]))
+    return float(np.mean(pairs.error[k])), (max(per.values()) if per else float("nan")), per
 
 
 # ------------------------------------------------------------------------------- bootstrap

