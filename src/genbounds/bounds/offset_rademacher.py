@@ -374,7 +374,7 @@ def _rank_bound(n: int, pref: float, kappa: float, ranks: Sequence[int], beta: S
         S = float(np.sum(r * C))
         d = pref * S / (4 * kappa) if delta is None else check_positive(delta, "delta")
         b = corollary_5_6_printed_b(r, C, B_X, beta)
-        L_cov = float(np.sum(r * C * np.log(b**2 / d**2)))
+        L_cov = float(np.sum(r * C * np.maximum(np.log(b**2 / d**2), 0.0)))
         comp = 1 + math.log(1 + L_cov) if double_log else 1 + L_cov
         regime = "printed (Cor. 5.6 b_i" + (", log of 1 + log N)" if double_log else ")")
     else:
@@ -447,14 +447,19 @@ def rank_bound_multi_layer(n: int, layers: int, d: int, k: int, r_QK: int, r_v: 
                            B_QK: float, B_X: float, *, L_sigma: float = 1.0, C_1: float = 1.0,
                            delta: float | None = None, form: Form = "audited") -> BoundValue:
     """Theorem 5.8: ``3L + 1`` components with the printed weights ``beta_k`` (``alpha`` from
-    ``j = i + 1`` as in the proof's (18)); audited: the re-derived ``b_i`` and the rank covers
-    of correction 5 (inputs of layers ``>= 2`` have rows in the unit ball)."""
+    ``j = i + 1`` as in the proof's (18)); audited: the re-derived ``b_i``, the rank covers of
+    correction 5 (inputs of layers ``>= 2`` have rows in the unit ball) and the ``W_v``
+    weights of (18) (``B_c`` where the printed ``beta_k`` has ``B_v``). Negative logarithms
+    (a cover scale above the class radius) count as 0 in both forms."""
     f = _form(form)
     L = check_int(layers, "layers")
     pref = 4 * (kappa * B + kappa * B_w) / check_int(n, "n")
     al = [_alpha(i, L, L_sigma, B_c, B_v, B_QK, False) for i in range(1, L + 1)]
     ranks = [1] + [r_c] * L + [r_v] * L + [r_QK] * L
-    beta = [1.0] + [al[i] * B_w for i in range(L)] + [al[i] * B_w * L_sigma * B_v
+    # W_v weights: printed beta_k = alpha B_w L_sigma B_v; the proof's (18) has
+    # alpha B_w L_sigma B_c (the value error passes through W_c): audited uses (18)
+    v_factor = B_v if f == "printed" else B_c
+    beta = [1.0] + [al[i] * B_w for i in range(L)] + [al[i] * B_w * L_sigma * v_factor
                                                       for i in range(L)] \
         + [al[i] * 2 * L_sigma * B_c * B_v * B_w for i in range(L)]
     bin_ = [B_X] + [1.0] * (L - 1)
