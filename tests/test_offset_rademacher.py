@@ -105,6 +105,7 @@ def test_project_frobenius() -> None:
 
 # ------------------------------------------------------------------ model
 @pytest.mark.parametrize("heads,layers", [(1, 1), (2, 1), (1, 2), (2, 3)])
+@torch.no_grad()
 def test_li_transformer_forward_is_the_paper_formula(heads: int, layers: int) -> None:
     d, k, T = 3, 2, 4
     m = LiTransformer(d, k, heads=heads, layers=layers, n_models=2, seeds=[1, 2],
