@@ -229,7 +229,11 @@ def _for_task(base: EffectiveRankUnit, task: str, **changes: Any) -> EffectiveRa
 
 
 def units(config: EffectiveRankConfig) -> list[EffectiveRankUnit]:
-    """Every unit of the study, without repeats (the base unit of a task appears once)."""
+    """Every unit of the study, without repeats (the base unit of a task appears once).
+
+    Order: the base unit of every task in ``config.tasks`` first (in that order), then the
+    width, depth, heads and length sweeps, then the sample-size sweeps.
+    """
     if not isinstance(config, EffectiveRankConfig):
         raise ValueError(f"config must be an EffectiveRankConfig, got {type(config).__name__}")
     out: list[EffectiveRankUnit] = []
