@@ -262,7 +262,7 @@ def test_every_bound_registered_in_both_forms() -> None:
     stems = {k.rsplit(".", 1)[0] for k in keys}
     for s in stems:
         assert {f"{s}.printed", f"{s}.audited"} <= keys
-    assert len(stems) == 12
+    assert len(stems) == 18
     b = next(b for b in registered() if b.key == "offset_rademacher.thm_b_1.audited")
     q = dict(n=100, kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0, B_QK=1.0, B_X=1.0)
     assert b.evaluate(q).value == pytest.approx(
@@ -279,3 +279,24 @@ def test_squared_loss_audited_hand_checked_and_covers_counterexample() -> None:
     assert excess <= orb.squared_loss_excess_audited(n, math.log(2), a, sigma).value
     with pytest.raises(ValueError, match="sigma"):
         orb.squared_loss_excess_audited(10, 1.0, 1.0, -1.0)
+
+
+def test_section_6_bounds_compose() -> None:
+    one = dict(kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0, B_QK=1.0)
+    aud = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, delta=0.1)
+    base = orb.norm_bound_single_head(500, **one, B_X=3.0, delta=0.1)
+    assert aud.value == pytest.approx(base.value + orb.subgaussian_truncation_error(
+        3.0, 1.0, 4, 3, 1.0))
+    prt = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, delta=0.1,
+                                     form="printed")
+    # printed prefactor keeps B_X = 10: 4 (1 + 10) / 500
+    assert prt.terms["prefactor 4(kB + kH B_w B_c B_v L B_X)/n"] == pytest.approx(44 / 500)
+    ml = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, layers=2)
+    assert ml.reference.endswith("Thm 6.6") and ml.terms["T_err(M)"] > 0
+    ht = orb.heavy_tail_rank_bound(500, 3.0, 4.0, 1.0, 4, 3, 2, 2, 2, 2, **one)
+    rb = orb.rank_bound_single_head(500, 3, 2, 2, 2, 2, **one, B_X=3.0)
+    assert ht.value == pytest.approx(rb.value + orb.heavy_tail_bias(3.0, 4.0, 1.0, 4, 3, 1.0))
+    assert orb.heavy_tail_rank_bound(500, 3.0, 4.0, 1.0, 4, 3, 2, 2, 2, 2, **one, heads=2
+                                     ).reference.endswith("Thm 6.10")
+    with pytest.raises(ValueError, match="M"):
+        orb.subgaussian_norm_bound(500, 0.0, 1.0, 4, 3, **one, B_X=1.0)

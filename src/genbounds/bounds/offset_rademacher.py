@@ -56,6 +56,7 @@ __all__ = [
     "cover_excess_optimal_delta",
     "gamma_sh_printed",
     "heavy_tail_bias",
+    "heavy_tail_rank_bound",
     "heavy_tail_truncation_rate",
     "norm_bound_multi_head",
     "norm_bound_multi_layer",
@@ -68,6 +69,7 @@ __all__ = [
     "rank_bound_multi_layer",
     "rank_bound_single_head",
     "squared_loss_excess_audited",
+    "subgaussian_norm_bound",
     "subgaussian_truncation_error",
 ]
 
@@ -275,10 +277,12 @@ def _head_components(B_w: float, B_c: float, B_v: float, B_QK: float, L_sigma: f
 
 def _norm_bound(n: int, kappa: float, B: float, B_w: float, B_c: float, B_v: float,
                 B_QK: float, L_sigma: float, B_X: float, C_1: float, heads: int,
-                form: Form, delta: float | None, statement: str) -> BoundValue:
+                form: Form, delta: float | None, statement: str,
+                B_X_prefactor: float | None = None) -> BoundValue:
     H = check_int(heads, "heads")
     n = check_int(n, "n")
-    pref = 4 * (kappa * B + kappa * H * B_w * B_c * B_v * L_sigma * B_X) / n
+    bxp = B_X if B_X_prefactor is None else B_X_prefactor
+    pref = 4 * (kappa * B + kappa * H * B_w * B_c * B_v * L_sigma * bxp) / n
     if form == "printed":
         g = gamma_sh_printed(C_1, B_X, B_w, B_c, B_v, L_sigma, H)
         d = pref / (4 * kappa) if delta is None else check_positive(delta, "delta")
@@ -514,6 +518,67 @@ def heavy_tail_truncation_rate(beta: float, *, form: Form = "audited") -> tuple[
     return a, (b - 2) / (b - 1)
 
 
+def _with_term(base: BoundValue, name: str, value: float, statement: str,
+               extra_constants: dict[str, float]) -> BoundValue:
+    return BoundValue(base.value + value, BoundKind.EXCESS_RISK,
+                      terms={**base.terms, name: value},
+                      constants={**base.constants, **extra_constants}, choices=base.choices,
+                      name=base.name + f" + {name}", reference=f"{_LI}, {statement}",
+                      assumptions=base.assumptions, valid=base.valid, regime=base.regime)
+
+
+def subgaussian_norm_bound(n: int, M: float, nu: float, T: int, d: int, kappa: float, B: float,
+                           B_w: float, B_c: float, B_v: float, B_QK: float, B_X: float, *,
+                           heads: int = 1, layers: int = 1, L_sigma: float = 1.0,
+                           C_1: float = 1.0, C_trunc: float = 1.0, delta: float | None = None,
+                           form: Form = "audited") -> BoundValue:
+    """Theorems 6.4 (one head), 6.5 (``heads > 1``), 6.6 (``layers > 1``): the norm-based
+    bound of the truncated class plus ``T_err(M)``. Printed: ``gamma`` at ``M`` but the prefactor
+    keeps ``B_X`` (as the statements print it) and the printed ``T_err``; audited: ``M``
+    everywhere and the audited ``T_err`` (:func:`subgaussian_truncation_error`). ``B_X`` is
+    only read by the printed one- and multi-head forms."""
+    f = _form(form)
+    L = check_int(layers, "layers")
+    Mv = check_positive(M, "M")
+    if L > 1:
+        base = norm_bound_multi_layer(n, L, kappa, B, B_w, B_c, B_v, B_QK, Mv, L_sigma=L_sigma,
+                                      C_1=C_1, delta=delta, form=f)
+        st = "Thm 6.6"
+    else:
+        st = "Thm 6.4" if heads == 1 else "Thm 6.5"
+        base = _norm_bound(n, kappa, B, B_w, B_c, B_v, B_QK, L_sigma, Mv, C_1, heads, f, delta,
+                           st, B_X_prefactor=check_positive(B_X, "B_X") if f == "printed"
+                           else None)
+    t = subgaussian_truncation_error(Mv, nu, T, d, kappa, C_trunc=C_trunc, form=f)
+    return _with_term(base, "T_err(M)", t, st, {"M": Mv, "nu": nu, "C_trunc": C_trunc})
+
+
+def heavy_tail_rank_bound(n: int, M: float, beta: float, C: float, T: int, d: int, k: int,
+                          r_QK: int, r_v: int, r_c: int, kappa: float, B: float, B_w: float,
+                          B_c: float, B_v: float, B_QK: float, *, heads: int = 1,
+                          layers: int = 1, L_sigma: float = 1.0, C_1: float = 1.0,
+                          B_psi: float = 1.0, delta: float | None = None,
+                          form: Form = "audited") -> BoundValue:
+    """Theorems 6.9 (one head), 6.10 (``heads > 1``), 6.11 (``layers > 1``): the rank-based
+    bound (B.4 / B.5 / 5.8) with ``B_X`` replaced by the threshold ``M``, plus the truncation
+    bias (:func:`heavy_tail_bias`; ``kappa`` is the robust loss's Lipschitz constant
+    ``kappa B_psi`` of Appendix C.2 in the audited form)."""
+    f = _form(form)
+    L = check_int(layers, "layers")
+    Mv = check_positive(M, "M")
+    if L > 1:
+        base = rank_bound_multi_layer(n, L, d, k, r_QK, r_v, r_c, kappa, B, B_w, B_c, B_v,
+                                      B_QK, Mv, L_sigma=L_sigma, C_1=C_1, delta=delta, form=f)
+        st = "Thm 6.11"
+    else:
+        base = rank_bound_single_head(n, d, k, r_QK, r_v, r_c, kappa, B, B_w, B_c, B_v, B_QK,
+                                      Mv, L_sigma=L_sigma, C_1=C_1, delta=delta, form=f,
+                                      heads=heads)
+        st = "Thm 6.9" if heads == 1 else "Thm 6.10"
+    bias = heavy_tail_bias(Mv, beta, C, T, d, kappa, B_psi=B_psi, form=f)
+    return _with_term(base, "truncation bias", bias, st, {"M": Mv, "beta": beta, "C": C})
+
+
 def cover_excess_optimal_delta(prefactor: float, G: float, kappa: float) -> float:
     """``argmin_delta A (1 + G/delta^2) + 8 kappa delta = (A G / (4 kappa))^{1/3}``."""
     v = _pos(prefactor=prefactor, G=G, kappa=kappa)
@@ -567,3 +632,20 @@ _reg("thm_b_5", "Thm B.5", ("heads",) + _RANK_NEEDS, dict(_CONST), rank_bound_mu
      "H heads, ranks")
 _reg("thm_5_8", "Thm 5.8", ("layers",) + _RANK_NEEDS, dict(_CONST), rank_bound_multi_layer,
      "L layers, ranks")
+_reg("thm_6_4", "Thm 6.4", ("n", "M", "nu", "T", "d", "kappa", "B", "B_w", "B_c", "B_v", "B_QK",
+                            "B_X"), {**_CONST, "C_trunc": 1.0}, subgaussian_norm_bound,
+     "one head, sub-Gaussian inputs truncated at M (norm-based + T_err)")
+_reg("thm_6_5", "Thm 6.5", ("heads", "n", "M", "nu", "T", "d", "kappa", "B", "B_w", "B_c", "B_v",
+                            "B_QK", "B_X"), {**_CONST, "C_trunc": 1.0}, subgaussian_norm_bound,
+     "H heads, sub-Gaussian inputs truncated at M")
+_reg("thm_6_6", "Thm 6.6", ("layers", "n", "M", "nu", "T", "d", "kappa", "B", "B_w", "B_c",
+                            "B_v", "B_QK", "B_X"), {**_CONST, "C_trunc": 1.0},
+     subgaussian_norm_bound, "L layers, sub-Gaussian inputs truncated at M")
+_HT = ("n", "M", "beta", "C", "T", "d", "k", "r_QK", "r_v", "r_c", "kappa", "B", "B_w", "B_c",
+       "B_v", "B_QK")
+_reg("thm_6_9", "Thm 6.9", _HT, {**_CONST, "B_psi": 1.0}, heavy_tail_rank_bound,
+     "one head, heavy-tailed inputs (tail index beta), robust loss, rank-based + bias")
+_reg("thm_6_10", "Thm 6.10", ("heads",) + _HT, {**_CONST, "B_psi": 1.0}, heavy_tail_rank_bound,
+     "H heads, heavy-tailed inputs")
+_reg("thm_6_11", "Thm 6.11", ("layers",) + _HT, {**_CONST, "B_psi": 1.0},
+     heavy_tail_rank_bound, "L layers, heavy-tailed inputs")
