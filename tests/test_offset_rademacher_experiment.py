@@ -49,6 +49,16 @@ def test_run_units_same_schema_and_sane_values() -> None:
         assert np.all(o["threshold_M"] > 0)
 
 
+def test_paper_preset_device_auto_runs_tiny() -> None:
+    paper = e.OffsetRademacherConfig.paper()
+    assert paper.device == "auto" and paper.seeds > TINY.seeds
+    u = dataclasses.replace(e.units(TINY)[-1], device="auto")   # a tails unit (local Adam)
+    v = dataclasses.replace(e.units(TINY)[0], device="auto")    # a rates unit (train_ensemble)
+    for unit in (u, v):
+        out = e.run_unit(unit)
+        assert np.all(np.isfinite(out["excess"]))
+
+
 def test_warm_start_at_zero_perturbation_is_the_teacher() -> None:
     u = dataclasses.replace(e.units(TINY)[0], teacher_rank=1, student_rank=2,
                             init_perturbation=1e-12)
