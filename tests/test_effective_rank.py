@@ -228,3 +228,24 @@ def test_run_unit_small() -> None:
     assert joined["erank_max"].shape == (4,) and "Z_first" not in joined
     with pytest.raises(ValueError, match="parts"):
         ere.collect([])
+
+
+def test_per_sample_class_does_not_learn_shared_class_does() -> None:
+    """Exercise er-ex-flat: with Z_i = Z the per-sample complexity is (max c - min c)/2 for every
+    m, the shared one (max c - min c)/2 * E|S_m|/m, which falls like m^(-1/2)."""
+    Z = torch.tensor([[1.0, -1.0, 0.0], [2.0, 0.0, -1.0], [0.0, 0.5, 0.0]], dtype=torch.float64)
+    c = Z.sum(dim=0)
+    half_range = 0.5 * float(c.max() - c.min())
+    g = np.random.default_rng(1)
+    per, shared = [], []
+    for m in (4, 16, 64):
+        sig = torch.tensor(g.integers(0, 2, (20000, m)) * 2.0 - 1.0)
+        Zm = Z.expand(m, 3, 3)
+        per.append(erb.per_sample_sups(Zm, sig, 1.0)["rank_one"].mean() / m)
+        shared.append(erb.shared_sups(Zm, sig, 1.0)["rank_one"].mean() / m)
+        S = sig.sum(dim=1)
+        exact = torch.where(S > 0, S * c.max(), S * c.min())  # max_s c_s S per draw
+        assert np.allclose(erb.shared_sups(Zm, sig, 1.0)["rank_one"], exact.numpy())
+        assert shared[-1] == pytest.approx(half_range * S.abs().mean().item() / m, rel=0.05)
+    assert per == pytest.approx([half_range] * 3, rel=0.02)
+    assert shared[2] < shared[1] < shared[0] < half_range
