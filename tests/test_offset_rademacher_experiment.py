@@ -12,13 +12,13 @@ from genbounds.experiments import offset_rademacher as e
 
 TINY = e.OffsetRademacherConfig(n_values=(20, 40), seeds=2, steps=3, tail_steps=3, n_test=300,
                                 rank_n=30, rank_values=(1, 2), tail_dfs=(0.0, 3.0),
-                                tail_n_values=(30, 60))
+                                tail_n_values=(30, 60), norm_n=30, l11_scales=(0.5, 2.0))
 
 
 def test_units_cover_every_study() -> None:
     us = e.units(TINY)
     assert {u.study for u in us} == set(e.STUDIES)
-    assert len(us) == 3 * 2 + 2 + 2 * 3 * 2
+    assert len(us) == 3 * 2 + 2 + 2 * 3 * 2 + 2
     assert all(u.steps == 3 for u in us)
     assert e.OffsetRademacherConfig.quick().n_values[-1] / e.OffsetRademacherConfig.quick(
     ).n_values[0] >= 100  # two decades at quick scale
@@ -100,3 +100,33 @@ def test_registered() -> None:
     assert isinstance(e.EXPERIMENT, Experiment) and e.EXPERIMENT.name == "offset_rademacher"
     assert e.EXPERIMENT_COMPLEXITY.name == "offset_rademacher_complexity"
     assert e.EXPERIMENT.config("paper").n_values[-1] > e.EXPERIMENT.config("quick").n_values[-1]
+
+
+def test_project_l11_against_bisection() -> None:
+    gen = torch.Generator().manual_seed(0)
+    t = torch.randn(3, 2, 4, 5, generator=gen, dtype=torch.float64)
+    radius = torch.tensor([1.0, 50.0], dtype=torch.float64)        # second: inside the ball
+    out = e.project_l11(t, radius)
+    for i in range(3):
+        for j in range(2):
+            a = t[i, j].abs().flatten()
+            r = float(radius[j])
+            if float(a.sum()) <= r:
+                torch.testing.assert_close(out[i, j], t[i, j])
+                continue
+            lo, hi = 0.0, float(a.max())
+            for _ in range(200):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if float(torch.clamp(a - mid, min=0).sum()) > r else (lo, mid)
+            ref = torch.sign(t[i, j]) * torch.clamp(t[i, j].abs() - hi, min=0)
+            torch.testing.assert_close(out[i, j], ref, rtol=1e-9, atol=1e-9)
+            assert float(out[i, j].abs().sum()) == pytest.approx(r)
+
+
+def test_norm_unit_respects_the_ball() -> None:
+    u = next(x for x in e.units(TINY) if x.study == "norm")
+    out = e.run_unit(u)
+    teacher = e.make_teacher(u.d, u.teacher_rank, 1, 1, u.teacher_rank, u.T)
+    assert np.all(out["l11_scale"] == u.l11_scale)
+    assert np.all(out["norm.Wv_l11_max"] <= u.l11_scale * float(
+        teacher.W_v.detach().abs().sum()) + 1e-9)

@@ -17,6 +17,9 @@ Four studies, one results schema (one entry per trained student), registered as
    truncated at ``M_n = sqrt(T d) + sqrt(2 log n)`` (Frobenius norm; ``||X||_F`` is
    1-Lipschitz, so for Gaussian entries ``P(||X||_F > sqrt(Td) + t) <= exp(-t^2/2)``: the
    ``M ~ sqrt(log n)`` rule of Remark 6.7), and the Huber loss on raw inputs.
+5. **norm** — students whose ``W_Q, W_K, W_v, W_c`` are kept (projected gradient, every step)
+   in l_{1,1} balls of radius ``l11_scale`` times the teacher's norms, fixed ``n``: below 1 the
+   teacher lies outside the class (approximation error), above 1 inside.
 
 Training. The excess risk of the *empirical risk minimiser* is what the paper bounds, not the
 error of an optimiser; every student therefore starts in the teacher's basin: its weights are
@@ -26,7 +29,8 @@ the teacher's (zero-padded to the student's ranks, which leaves the function unc
 is stored per run (``erm_gap``) and checked by the chapter. Studies 1 and 3 use
 :func:`genbounds.train.train_ensemble` (all seeds of one cell as one ensemble, loss
 ``"mse"``); study 4 needs the Huber loss, which the engine does not have, so all three of its
-arms use the same local full-batch Adam loop (:func:`fit_local`) for a like-for-like comparison.
+arms use the same local full-batch Adam loop (:func:`fit_local`) for a like-for-like comparison;
+study 5 uses it too, with the projection (:func:`project_l11`) after every step.
 
 Measurement. On ``n_test`` fresh inputs (never used for training or selection; no selection is
 made at all, the last iterate is kept): ``excess = mean((f - f*)^2)`` with its Monte Carlo
@@ -57,10 +61,10 @@ from genbounds.validation import check_choice, check_int, check_positive
 __all__ = [
     "ARCHS", "ARMS", "STUDIES", "ComplexityConfig", "ComplexityUnit", "EXPERIMENT",
     "EXPERIMENT_COMPLEXITY", "OffsetRademacherConfig", "StudentUnit", "fit_local", "make_teacher",
-    "norm_summary", "run_complexity_unit", "run_unit", "units",
+    "norm_summary", "project_l11", "run_complexity_unit", "run_unit", "units",
 ]
 
-STUDIES = ("rates", "rank", "tails")
+STUDIES = ("rates", "rank", "tails", "norm")
 ARCHS = ("single", "multi", "deep")
 ARMS = ("squared", "truncated", "huber")
 
@@ -93,6 +97,7 @@ class StudentUnit:
     huber_delta: float
     seed: int
     device: str = "cpu"
+    l11_scale: float = 0.0   # > 0: every W_Q, W_K, W_v, W_c kept in an l_{1,1} ball (study 5)
 
     def __post_init__(self) -> None:
         check_choice(self.study, "study", STUDIES)
@@ -111,6 +116,8 @@ class StudentUnit:
             check_positive(getattr(self, name), name)
         if not 0 < self.lr_decay <= 1:
             raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
+        if not (self.l11_scale >= 0 and math.isfinite(self.l11_scale)):
+            raise ValueError(f"l11_scale must be finite and >= 0, got {self.l11_scale}")
 
 
 @dataclass(frozen=True)
@@ -140,11 +147,13 @@ class OffsetRademacherConfig:
     tail_dfs: tuple[float, ...] = (0.0, 2.5, 4.0)
     tail_n_values: tuple[int, ...] = (100, 316, 1000)
     huber_delta: float = 1.0
+    norm_n: int = 300
+    l11_scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
     seed: int = 0
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        for name in ("n_values", "rank_values", "tail_n_values", "tail_dfs"):
+        for name in ("n_values", "rank_values", "tail_n_values", "tail_dfs", "l11_scales"):
             v = getattr(self, name)
             if not isinstance(v, tuple) or not v:
                 raise ValueError(f"{name} must be a non-empty tuple, got {v!r}")
@@ -174,14 +183,14 @@ class OffsetRademacherConfig:
 
 def _unit(cfg: OffsetRademacherConfig, study: str, arch: str, n: int, *, heads: int = 1,
           layers: int = 1, teacher_rank: int = 2, student_rank: int = 2, df: float = 0.0,
-          arm: str = "squared") -> StudentUnit:
+          arm: str = "squared", l11_scale: float = 0.0) -> StudentUnit:
     return StudentUnit(study=study, arch=arch, n=n, heads=heads, layers=layers, d=cfg.d,
                        k=cfg.k, T=cfg.T, teacher_rank=teacher_rank, student_rank=student_rank,
                        df=df, arm=arm, noise_std=cfg.noise_std, seeds=cfg.seeds,
                        steps=cfg.tail_steps if study == "tails" else cfg.steps, lr=cfg.lr,
                        lr_decay=cfg.lr_decay, init_perturbation=cfg.init_perturbation,
                        n_test=cfg.n_test, huber_delta=cfg.huber_delta, seed=cfg.seed,
-                       device=cfg.device)
+                       device=cfg.device, l11_scale=l11_scale)
 
 
 def units(cfg: OffsetRademacherConfig) -> list[StudentUnit]:
@@ -199,7 +208,28 @@ def units(cfg: OffsetRademacherConfig) -> list[StudentUnit]:
         for arm in ARMS:
             for n in cfg.tail_n_values:
                 out.append(_unit(cfg, "tails", "single", n, df=df, arm=arm))
+    for sc in cfg.l11_scales:
+        out.append(_unit(cfg, "norm", "single", cfg.norm_n, l11_scale=sc))
     return out
+
+
+def project_l11(t: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+    """Euclidean projection of every matrix (last two axes) onto the l_{1,1} ball of the
+    matching ``radius`` (broadcast over the leading axes): soft thresholding at the level found
+    by sorting (Duchi et al. 2008); matrices inside the ball are unchanged."""
+    lead = t.shape[:-2]
+    flat = t.reshape(*lead, -1)
+    a = flat.abs()
+    r = radius.expand(lead).unsqueeze(-1)
+    u, _ = torch.sort(a, dim=-1, descending=True)
+    css = torch.cumsum(u, dim=-1)
+    idx = torch.arange(1, u.shape[-1] + 1, dtype=t.dtype, device=t.device)
+    cond = u - (css - r) / idx > 0
+    rho = cond.to(t.dtype).cumsum(-1).argmax(-1, keepdim=True)   # last True (cond is a prefix)
+    theta = (css.gather(-1, rho) - r) / (rho.to(t.dtype) + 1)
+    proj = torch.sign(flat) * torch.clamp(a - theta, min=0.0)
+    inside = a.sum(-1, keepdim=True) <= r
+    return torch.where(inside, flat, proj).reshape(t.shape)
 
 
 # ------------------------------------------------------------------------------ teacher
@@ -246,7 +276,8 @@ def _warm_student(u: StudentUnit, teacher: LiTransformer, seeds: list[int]) -> L
 
 
 def fit_local(model: LiTransformer, X: torch.Tensor, y: torch.Tensor, loss: str, steps: int,
-              lr: float, huber_delta: float = 1.0, lr_decay: float = 1.0) -> None:
+              lr: float, huber_delta: float = 1.0, lr_decay: float = 1.0,
+              project: Callable[[LiTransformer], None] | None = None) -> None:
     """Full-batch Adam (torch defaults; learning rate ``lr * lr_decay^t`` at step ``t``) on
     each model's mean loss, in place. The models are independent: the summed objective
     separates and Adam is coordinate-wise."""
@@ -263,6 +294,9 @@ def fit_local(model: LiTransformer, X: torch.Tensor, y: torch.Tensor, loss: str,
         per.mean(dim=1).sum().backward()
         opt.step()
         sched.step()
+        if project is not None:
+            with torch.no_grad():
+                project(model)
 
 
 def _bounds_inputs(Xtr: np.ndarray, fstar_tr: np.ndarray) -> dict[str, np.ndarray]:
@@ -301,7 +335,19 @@ def run_unit(u: StudentUnit, progress: bool = False) -> dict[str, np.ndarray]:
     student = _warm_student(u, teacher, model_seeds)
     init = {n_: p.detach().clone() for n_, p in student.named_parameters()}
     Xt = torch.as_tensor(np.array(Xtr))
-    if u.study == "tails":
+    if u.study == "norm":
+        radii = {name: u.l11_scale * getattr(teacher, name).detach()[0].abs().sum(dim=(-2, -1))
+                 for name in ("W_Q", "W_K", "W_v", "W_c")}
+
+        def project(m: LiTransformer) -> None:
+            with torch.no_grad():
+                for name, rad in radii.items():
+                    p = getattr(m, name)
+                    p.copy_(project_l11(p, rad.to(p.dtype)))
+
+        project(student)
+        fit_local(student, Xt, ytr, "mse", u.steps, u.lr, u.huber_delta, u.lr_decay, project)
+    elif u.study == "tails":
         dev = resolve_device(u.device)
         student = student.to(dev)
         fit_local(student, Xt.to(dev), ytr.to(dev), "huber" if u.arm == "huber" else "mse",
@@ -331,6 +377,7 @@ def run_unit(u: StudentUnit, progress: bool = False) -> dict[str, np.ndarray]:
         "layers": np.full(u.seeds, u.layers), "df": np.full(u.seeds, u.df),
         "student_rank": np.full(u.seeds, u.student_rank),
         "teacher_rank": np.full(u.seeds, u.teacher_rank),
+        "l11_scale": np.full(u.seeds, u.l11_scale),
         "n_params": table["model.n_params"],
         "excess": sq.mean(axis=1), "excess_se": sq.std(axis=1, ddof=1) / math.sqrt(u.n_test),
         "excess_paired": paired.mean(axis=1),
