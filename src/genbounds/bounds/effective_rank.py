@@ -17,7 +17,7 @@ module implements
   ``valid`` flag is False because the derivation does not yield it);
 * what the proof as written does yield (:func:`theorem1_as_derived`, ``dhingra.thm1.audited``):
   eq. (20) with the measured sensitivity matrices, plus the deviation term of eq. (13) with the
-  constant of Shalev-Shwartz & Ben-David (2014, Thm. 26.5);
+  constant of Mohri, Rostamizadeh & Talwalkar (2018, Thm. 3.3);
 * a correct ``1/sqrt(m)`` statement under an extra assumption the paper does not make
   (the attention matrix is the same for every input, e.g. purely positional attention), via the
   matrix Khintchine inequality (:func:`shared_attention_gap`, ``dhingra.shared_attention.audited``);
@@ -51,7 +51,7 @@ from genbounds.spectral import operator_norm
 from genbounds.validation import check_int, check_nonnegative, check_positive, check_probability
 
 __all__ = [
-    "DEVIATION_C_SSBD",
+    "DEVIATION_C_MOHRI",
     "PAPER",
     "THM1_PRINTED",
     "THM1_AUDITED",
@@ -72,9 +72,10 @@ __all__ = [
 PAPER = "dhingra2025provable"
 
 #: Deviation constant of eq. (13) for a loss in [0, 1] and the *empirical* Rademacher complexity:
-#: ``sup_f (L_D - L_S) <= 2 Rad_S(l o F) + 3 sqrt(log(2/delta) / (2m))`` (Shalev-Shwartz &
-#: Ben-David 2014, Thm. 26.5), i.e. ``c = 3 / sqrt(2)`` in front of ``sqrt(log(2/delta)/m)``.
-DEVIATION_C_SSBD: float = 3.0 / math.sqrt(2.0)
+#: ``sup_f (L_D - L_S) <= 2 Rad_S(l o F) + 3 sqrt(log(2/delta) / (2m))`` (Mohri, Rostamizadeh &
+#: Talwalkar 2018, Thm. 3.3, for the empirical Rademacher complexity of the loss class), i.e.
+#: ``c = 3 / sqrt(2)`` in front of ``sqrt(log(2/delta)/m)``.
+DEVIATION_C_MOHRI: float = 3.0 / math.sqrt(2.0)
 
 _ACT: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": torch.relu, "identity": lambda x: x, "tanh": torch.tanh}
@@ -286,14 +287,14 @@ def theorem1_printed(L_tot: float, R: float, m: int, delta: float = 0.05, *, C: 
 
 
 def theorem1_as_derived(Z_op_mean: float, R: float, n: int, m: int, delta: float = 0.05, *,
-                        c: float = DEVIATION_C_SSBD) -> BoundValue:
+                        c: float = DEVIATION_C_MOHRI) -> BoundValue:
     """What eq. (13), (14) and (20) give: ``2 sqrt(R n) Zbar + c sqrt(log(2/delta) / m)``.
 
     ``Z_op_mean`` is ``(1/m) sum_i sum_{l,h} ||Z^(l,h)(x_i)||_op`` with ``Z = df/dA`` (the
     sensitivity in units of the output, so ``L_tot`` is inside it). Valid under the paper's
     linearisation (15) (taken as given: it holds to first order only) for a scalar output and a
     1-Lipschitz loss in [0, 1]; ``c = 3/sqrt(2)`` with ``log(2/delta)`` is the constant of
-    Shalev-Shwartz & Ben-David (2014, Thm. 26.5). The complexity term does not decrease with
+    Mohri, Rostamizadeh & Talwalkar (2018, Thm. 3.3). The complexity term does not decrease with
     ``m``: the class of eq. (15) lets every sample pick its own attention matrix.
     """
     Z = check_nonnegative(Z_op_mean, "Z_op_mean")
@@ -315,7 +316,7 @@ def theorem1_as_derived(Z_op_mean: float, R: float, n: int, m: int, delta: float
 
 
 def shared_attention_gap(Z_op_max: float, R: float, n: int, m: int, delta: float = 0.05, *,
-                         c: float = DEVIATION_C_SSBD) -> BoundValue:
+                         c: float = DEVIATION_C_MOHRI) -> BoundValue:
     """A correct ``1/sqrt(m)`` bound under an extra assumption: one attention matrix for all inputs.
 
     If ``f(x) = <A, Z(x)>`` with ``A`` in ``A_R`` *not depending on x* and ``||Z(x_i)||_op <=
@@ -352,13 +353,13 @@ THM1_PRINTED = register(Bound(
 THM1_AUDITED = register(Bound(
     key="dhingra.thm1.audited", paper=PAPER, statement="Thm. 1", kind=BoundKind.GAP,
     form="audited", needs=("Z_op_mean", "R", "n", "m"),
-    constants={"delta": 0.05, "c": DEVIATION_C_SSBD}, fn=theorem1_as_derived,
+    constants={"delta": 0.05, "c": DEVIATION_C_MOHRI}, fn=theorem1_as_derived,
     description="what the proof gives (eq. 20): 2 sqrt(R n) mean_i ||Z_i||_op + deviation; "
                 "no decay in m"))
 
 SHARED_ATTENTION_AUDITED = register(Bound(
     key="dhingra.shared_attention.audited", paper=PAPER, statement="eq. (18)-(23), corrected",
     kind=BoundKind.GAP, form="audited", needs=("Z_op_max", "R", "n", "m"),
-    constants={"delta": 0.05, "c": DEVIATION_C_SSBD}, fn=shared_attention_gap,
+    constants={"delta": 0.05, "c": DEVIATION_C_MOHRI}, fn=shared_attention_gap,
     description="input-independent attention only: 2 sqrt(R n) sqrt(2 log(2n)/m) Zmax + "
                 "deviation (matrix Khintchine)"))
