@@ -1,14 +1,17 @@
 # Two commands do all set-up on a fresh machine (Python 3.11+ and make):
 #   make book   -> creates .venv, installs requirements.txt and the package, builds the HTML book
-#   make test   -> same set-up, then lint + type-check, the unit tests, and every notebook under nbval
+#                  (with the executed .ipynb of every chapter and its Colab notebook)
+#   make test   -> same set-up, then lint + type-check, the unit tests, the rendering check of the
+#                  built book in headless Chromium, and every chapter's Colab notebook under nbval
+# Also: make lab (JupyterLab on the chapters), make pdf (the whole book as one PDF), make bench.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-NOTEBOOKS := $(sort $(wildcard notebooks/*.md))
+SITE   := _build/html
 export PYTHONHASHSEED := 0
 
-.PHONY: book test unit bench results-paper clean
+.PHONY: book test unit check-site colab-test lab pdf bench results-paper clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,19 +21,38 @@ $(STAMP): requirements.txt pyproject.toml
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --all -W -n --keep-going
-	@echo "Book: _build/html/index.html"
+	@echo "Book: $(SITE)/index.html"
 
-test: $(STAMP)
-	rm -rf _build/nbval && mkdir -p _build/nbval
-	for nb in $(NOTEBOOKS); do \
-	  $(BIN)/jupytext --quiet --to ipynb --output _build/nbval/$$(basename $$nb .md).ipynb $$nb || exit 1; \
-	done
-	$(BIN)/ruff check src tests
+# `make test` checks the built book; it builds it first when there is none.
+$(SITE)/index.html:
+	$(MAKE) book
+
+test: $(STAMP) $(SITE)/index.html
+	$(BIN)/ruff check src tests tools
 	$(BIN)/mypy src/genbounds
-	$(BIN)/python -m pytest tests _build/nbval --nbval-lax --current-env -p no:cacheprovider
+	cd tools && MYPYPATH=. ../$(BIN)/mypy --cache-dir ../.mypy_cache *.py
+	$(BIN)/python -m pytest tests -p no:cacheprovider
+	$(MAKE) check-site colab-test
+
+# What a reader sees: every page in headless Chromium; screenshots in _build/screenshots/.
+check-site: $(STAMP) $(SITE)/index.html
+	$(BIN)/python tools/check_rendering.py --html $(SITE) --out _build/screenshots
+
+# The deployed Colab notebooks, executed once each under nbval in a fresh environment.
+colab-test: $(STAMP) $(SITE)/index.html
+	$(BIN)/python tools/colab_nbval.py --site $(SITE)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider
+
+# JupyterLab in the project's environment; the .md chapters open as notebooks (jupytext).
+lab: $(STAMP)
+	$(BIN)/python tools/lab.py
+
+# The whole book as one PDF: the single-page HTML build printed by headless Chromium.
+pdf: $(STAMP)
+	$(BIN)/jupyter-book build . --all --builder singlehtml -W -n --keep-going
+	$(BIN)/python tools/print_pdf.py --site _build/singlehtml --out _build/book.pdf
 
 results-paper: $(STAMP)
 	$(BIN)/python -m genbounds reproduce --scale paper

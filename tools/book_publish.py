@@ -102,6 +102,21 @@ def _dedupe_scripts(
     context["script_files"] = unique
 
 
+def _share_html_handlers(app: Sphinx) -> None:
+    """Let the single-page builder (``make pdf``) render every node the HTML builder renders.
+
+    Sphinx looks up node visitors by builder name and falls back to the format ("html") only when
+    no extension registered any visitor for that name; sphinx-proof registers visitors for
+    "singlehtml", so MyST-NB's nodes (e.g. ``HideCodeCellNode``) had none there and the build
+    failed ("unknown node type").
+    """
+    handlers = app.registry.translation_handlers
+    name = app.builder.name
+    if name != "html" and app.builder.format == "html" and name in handlers:
+        for node, visitors in handlers.get("html", {}).items():
+            handlers[name].setdefault(node, visitors)
+
+
 def _write_colab_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -116,6 +131,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
         "publish_repository", os.environ.get("GITHUB_REPOSITORY", ""), "html", types=[str]
     )
     app.connect("config-inited", _repository_options)
+    app.connect("builder-inited", _share_html_handlers)
     # after the theme's prep_header_buttons (priority 500, registered first), before its
     # add_header_buttons (priority 501), which reads ``ipynb_source``
     app.connect("html-page-context", _notebook_buttons, priority=500)

@@ -159,7 +159,10 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         if urlsplit(self.path).path not in IGNORED_REQUESTS:
             type(self).failed.append(f"{code} {self.path}")
-        super().send_error(code, message, explain)
+        try:
+            super().send_error(code, message, explain)
+        except (BrokenPipeError, ConnectionResetError):  # the browser gave up on it: fine
+            pass
 
 
 @contextmanager

@@ -114,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
     args = parser.parse_args(argv)
 
+    site = args.site.resolve()
     docs = colab.notebook_docnames(ROOT)
-    notebooks = [args.site / colab.COLAB_DIR / f"{d}.ipynb" for d in docs]
+    notebooks = [site / colab.COLAB_DIR / f"{d}.ipynb" for d in docs]
     missing = [str(p) for p in notebooks if not p.exists()]
     if missing:
         print(f"colab_nbval: not built (run `make book`): {', '.join(missing)}", file=sys.stderr)
@@ -128,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     env["GENBOUNDS_PIP_SOURCE"] = str(source)
     env.setdefault("GENBOUNDS_RESULTS_DIR", str(ROOT / "results"))
     cmd = [
-        str(python), "-m", "pytest", "--nbval-lax", "--current-env", "-p", "no:cacheprovider",
-        "--rootdir", str(args.site / colab.COLAB_DIR), *args.pytest_args,
+        str(python), "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
+        "--rootdir", str(site / colab.COLAB_DIR), *args.pytest_args,
         *[str(p) for p in notebooks],
     ]
     print("colab_nbval:", " ".join(cmd[3:]), flush=True)
