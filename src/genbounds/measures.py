@@ -23,11 +23,10 @@ chapter puts the ones every reader asks about next to the papers' bounds, on the
 Here ``W_i`` runs over the trainable weight matrices of the model view (a factored head's
 ``W_Q``, ``W_K`` count, their product ``W_QK`` then does not), ``m`` is the number of training
 samples, ``sigma`` and ``s`` come from the sigma searches of :func:`pacbayes_sigma` (isotropic
-and magnitude-aware perturbations) with ``eps = 1e-3``. Jiang et al. report the magnitude-aware
-PAC-Bayes measures (``pacbayes.mag.flatness`` and ``pacbayes.mag.init``) among the most
-predictive of all measures they tested (their Table 5: the best granulated tau in several
-factors, and the best conditional-independence score among the bounds); Dziugaite et al.
-(NeurIPS 2020) found no measure robust across all environments.
+and magnitude-aware perturbations) with ``eps = 1e-3``. Jiang et al. report the sharpness-based
+PAC-Bayes measures, the magnitude-aware ones (``pacbayes.mag.flatness``, ``pacbayes.mag.init``)
+in particular, among the most predictive of the measures they tested on convolutional networks;
+Dziugaite et al. (NeurIPS 2020) found no measure robust across all environments.
 
 All are registered as :class:`~genbounds.bounds.registry.Bound` of kind
 ``BoundKind.MEASURE``: they rank models, they do not bound a gap (the PAC-Bayes ones are the
