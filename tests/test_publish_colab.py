@@ -226,3 +226,28 @@ def test_duplicate_inline_scripts_are_dropped() -> None:
     assert [(j.filename, j.attributes) for j in kept] == [
         ("a.js", {}), (None, {"body": thebe}), ("b.js", {})
     ]
+
+
+def test_single_page_builder_gets_the_html_visitors() -> None:
+    class Node:
+        pass
+
+    class Other:
+        pass
+
+    html_visit, own_visit = (print, print), (len, len)
+
+    class App:
+        class registry:  # noqa: N801 (mimics Sphinx's attribute names)
+            translation_handlers = {
+                "html": {Node: html_visit, Other: html_visit},
+                "singlehtml": {Other: own_visit},
+            }
+
+        class builder:  # noqa: N801
+            name, format = "singlehtml", "html"
+
+    book_publish._share_html_handlers(App)  # type: ignore[arg-type]
+    handlers = App.registry.translation_handlers["singlehtml"]
+    assert handlers[Node] == html_visit  # added
+    assert handlers[Other] == own_visit  # the builder's own visitor is kept

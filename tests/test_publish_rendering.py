@@ -143,3 +143,17 @@ def test_missing_browser_fails_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cr, "CHROMIUM_CANDIDATES", ("/nonexistent/chromium",))
     with pytest.raises(SystemExit, match="apt-get install -y chromium chromium-driver"):
         cr.find_browser()
+
+
+def test_print_pdf_of_a_single_page(report: dict[str, cr.PageResult], tmp_path: Path) -> None:
+    import print_pdf
+
+    site = Path(report["good"].screenshot).parent.parent  # the fixture site (shots/ is inside)
+    (site / "book").mkdir(exist_ok=True)
+    (site / "book" / "root.html").write_text((site / "good.html").read_text())
+    out = tmp_path / "book.pdf"
+    size = print_pdf.print_pdf(site, "book/root.html", out, timeout_s=60)
+    data = out.read_bytes()
+    assert size == len(data) > 1000 and data.startswith(b"%PDF")
+    with pytest.raises(SystemExit, match="does not exist"):
+        print_pdf.print_pdf(site, "book/missing.html", out)
