@@ -186,9 +186,9 @@ def pacbayes_sigma(
                 accs = []
                 for _ in range(mc):
                     for p, p0 in zip(params, saved, strict=True):
-                        s = torch.as_tensor(sigma, dtype=p0.dtype).reshape(
+                        s = torch.as_tensor(sigma, dtype=p0.dtype, device=p0.device).reshape(
                             (K,) + (1,) * (p0.ndim - 1))
-                        z = torch.randn(p0.shape, generator=gen, dtype=p0.dtype)
+                        z = torch.randn(p0.shape, generator=gen, dtype=p0.dtype)  # CPU stream
                         std = (s if magnitude_eps is None
                                else torch.sqrt(s**2 * p0**2 + magnitude_eps**2))
                         p.copy_(p0 + std * z.to(p0.device))

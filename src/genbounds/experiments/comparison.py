@@ -69,7 +69,7 @@ from genbounds.models.edelman import EdelmanTransformer
 from genbounds.models.view import ModelView
 from genbounds.norms import norm_table
 from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
-from genbounds.train import TrainConfig, evaluate_ensemble, train_ensemble
+from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
 
 __all__ = [
     "EXPERIMENT", "FACTORS", "TASKS", "BoundTable", "ComparisonConfig", "Setting",
@@ -328,9 +328,10 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
                       device=setting.device, progress=progress)
     res = train_ensemble(model, Xtr, ytr, None, None, loss="bce_logits", config=cfg,
                          seed=[s[2] for s in seeds])
-    model = model.cpu()
-    tr = evaluate_ensemble(model, Xtr, ytr, loss="bce_logits", device="cpu")
-    te = evaluate_ensemble(model, Xte, yte, loss="bce_logits", device="cpu")
+    dev = resolve_device(setting.device)
+    model = model.to(dev)
+    tr = evaluate_ensemble(model, Xtr, ytr, loss="bce_logits", device=str(dev))
+    te = evaluate_ensemble(model, Xte, yte, loss="bce_logits", device=str(dev))
     out: dict[str, np.ndarray] = {
         "task": np.full(K, TASKS.index(setting.task)),
         **{f: np.full(K, v) for f, v in setting.factor_values().items()},
@@ -345,9 +346,11 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
     extra = {"tt": edelman_tt_norms(view)} if setting.depth == 1 else None
     out.update(norm_table(view, extra=extra))
 
+    Xd, yd = Xtr.to(dev), ytr.to(dev)
+
     def accuracy(m: torch.nn.Module) -> np.ndarray:
         with torch.no_grad():
-            return ((m(Xtr) > 0) == (ytr == 1)).double().mean(1).numpy()
+            return ((m(Xd) > 0) == (yd == 1)).double().mean(1).cpu().numpy()
 
     common = dict(search_depth=setting.search_depth, montecarlo_samples=setting.montecarlo_samples)
     sig = pacbayes_sigma(model, accuracy, seed=seeds[0][2], **common)  # type: ignore[arg-type]
