@@ -105,8 +105,9 @@ class ShallowGDUnit:
         return self.dataset == "fashion-standin"
 
     def model_seeds(self) -> list[int]:
-        """Initialisation seeds, a function of ``(seed, d_m, N, k)`` only."""
-        return [int(np.random.SeedSequence([self.seed, self.d_m, self.N, k]).generate_state(1)[0])
+        """Initialisation seeds, a function of ``(seed, d_m, k)`` only: model ``k`` of every
+        ``N`` starts from the same weights, so comparisons across ``N`` can be paired."""
+        return [int(np.random.SeedSequence([self.seed, self.d_m, k]).generate_state(1)[0])
                 for k in range(self.seeds)]
 
 
