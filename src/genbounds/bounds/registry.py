@@ -288,8 +288,12 @@ def register(bound: Bound) -> Bound:
 
 def registered(*, paper: str | None = None, kind: BoundKind | None = None,
                form: Form | None = None) -> list[Bound]:
-    """Every registered bound (all papers), optionally filtered, in registration order."""
+    """Every registered bound (all papers), optionally filtered, in registration order.
+
+    Includes the generalization measures of :mod:`genbounds.measures` (kind ``MEASURE``).
+    """
     import genbounds.bounds  # noqa: F401  (importing the package registers every paper)
+    import genbounds.measures  # noqa: F401  (the measures of the comparison chapter)
 
     out: Iterable[Bound] = _REGISTRY.values()
     if paper is not None:
@@ -304,6 +308,7 @@ def registered(*, paper: str | None = None, kind: BoundKind | None = None,
 def get(key: str) -> Bound:
     """The registered bound with this key (``ValueError`` listing close keys if absent)."""
     import genbounds.bounds  # noqa: F401
+    import genbounds.measures  # noqa: F401
 
     if key not in _REGISTRY:
         near = [k for k in _REGISTRY if key.split(".")[0] in k][:10]
