@@ -6,6 +6,7 @@ Modules (each answers one question):
 - :mod:`genbounds.scale`       which scale (``quick`` or ``paper``) an experiment runs at
 - :mod:`genbounds.spectral`    effective rank, stable rank, Schatten and mixed matrix norms
 - :mod:`genbounds.complexity`  Rademacher complexity estimators, covers, Dudley integrals, Maurey
+- :mod:`genbounds.offset_complexity` offset Rademacher complexity estimators (Li et al. 2026)
 - :mod:`genbounds.data`        one module per data family (sparse majority, MNIST, teacher–student)
 - :mod:`genbounds.models`      one module per model family (K models at once) + the model view
 - :mod:`genbounds.norms`       the norm table of a model view, computed once per run

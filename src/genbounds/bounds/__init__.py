@@ -8,6 +8,9 @@
   model view, and the norms their bounds need
 - :mod:`genbounds.bounds.baselines`                Edelman, Goel, Kakade & Zhang (ICML 2022):
   the single-head norm-based bound that grows with ``log T`` (reconstructed)
+- :mod:`genbounds.bounds.offset_rademacher`        Li et al. (2026): fast-rate excess-risk
+  bounds via offset Rademacher complexity (single head, multi-head, multi-layer, norm- and
+  rank-based, truncation), printed and audited
 - :mod:`genbounds.bounds.effective_rank`           Dhingra (2025): the effective-rank capacity
   bound of Theorem 1, printed and audited (what the proof actually proves)
 
@@ -17,7 +20,7 @@ Importing this package registers every bound: ``registered()`` lists them, and
 
 from __future__ import annotations
 
-from genbounds.bounds import baselines, effective_rank, trauger_tewari
+from genbounds.bounds import baselines, effective_rank, offset_rademacher, trauger_tewari
 from genbounds.bounds.registry import (
     DUDLEY_C_BARTLETT_2017,
     Bound,
@@ -35,6 +38,7 @@ __all__ = [
     "BoundValue",
     "baselines",
     "effective_rank",
+    "offset_rademacher",
     "get",
     "register",
     "registered",

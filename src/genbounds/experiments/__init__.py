@@ -4,6 +4,8 @@
   :func:`reproduce`, :func:`load_or_run`) and the registry
 - :mod:`genbounds.experiments.sparse_majority`  Trauger & Tewari's (2024) sparse-majority sweep
   over sequence lengths, with the authors' protocol (``paper``) and a CPU-sized version
+- :mod:`genbounds.experiments.offset_rademacher` teacher–student rates, offset vs global
+  complexity, rank / norm constraints, heavy tails (Li et al. 2026)
 - :mod:`genbounds.experiments.effective_rank`   effective rank of trained attention and the
   Dhingra (2025) bound against measured gaps
 
@@ -12,7 +14,7 @@ Importing this package registers every study; ``python -m genbounds experiments`
 
 from __future__ import annotations
 
-from genbounds.experiments import effective_rank, sparse_majority
+from genbounds.experiments import effective_rank, offset_rademacher, sparse_majority
 from genbounds.experiments.registry import (
     Estimate,
     Experiment,
@@ -29,6 +31,7 @@ __all__ = [
     "Experiment",
     "concatenate",
     "effective_rank",
+    "offset_rademacher",
     "get_experiment",
     "load_or_run",
     "register_experiment",

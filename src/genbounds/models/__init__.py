@@ -8,6 +8,8 @@
   blocks of Edelman et al. (2022) in Trauger & Tewari's (2024, Sec. 2.6) notation
 - :mod:`genbounds.models.sparse_majority_mha`  :class:`SparseMajorityMHA`: the authors' Keras
   model of the sparse-majority experiment, reproduced exactly
+- :mod:`genbounds.models.li_transformer`       :class:`LiTransformer`: the single-head,
+  multi-head and multi-layer classes of Li et al. (2026), factored ``W_QK`` (rank control)
 - :mod:`genbounds.models.view`                 :class:`ModelView`: one typed view of the
   weights of every family (per layer and head), in one orientation
 
@@ -25,12 +27,14 @@ from genbounds.models.base import (
     project_rows_to_unit_ball,
 )
 from genbounds.models.edelman import EdelmanTransformer
+from genbounds.models.li_transformer import LiTransformer
 from genbounds.models.shallow_encoder import ShallowEncoder
 from genbounds.models.sparse_majority_mha import SparseMajorityMHA
 
 __all__ = [
     "EdelmanTransformer",
     "Ensemble",
+    "LiTransformer",
     "ShallowEncoder",
     "SparseMajorityMHA",
     "keras_compute_fans",
