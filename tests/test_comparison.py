@@ -97,6 +97,9 @@ def test_every_registered_bound_is_evaluated_or_explained(rows: list[dict[str, f
     heads = np.array([r["heads"] for r in rows])
     assert np.all(np.isfinite(tt[heads == 2]))
     assert np.all(np.isnan(bt.values["trauger_tewari.gap_cor_4_1_1.audited"][heads == 2]))
+    assert "one-layer statement" in bt.partial["trauger_tewari.cor_4_1_1.audited"]
+    assert "one-head gap statement" in bt.partial["trauger_tewari.gap_cor_4_1_1.audited"]
+    assert not set(bt.partial) & set(bt.reasons)
 
 
 def test_rank_stats_and_exponents(rows: list[dict[str, float]]) -> None:

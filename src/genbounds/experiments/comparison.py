@@ -438,6 +438,7 @@ class BoundTable:
     valid: dict[str, np.ndarray]
     kinds: dict[str, str]
     reasons: dict[str, str]
+    partial: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def evaluate_bounds(
@@ -449,7 +450,8 @@ def evaluate_bounds(
     ``values[key]`` has one entry per row (``nan`` where the bound does not apply), ``valid``
     the :attr:`BoundValue.valid` flag of each value, ``kinds`` the bound's kind; ``reasons``
     maps every bound that applies to **no** model to why (computed from the registry now: its
-    family set, its paper's quantities adapter or the adapter's :class:`NotApplicable`).
+    family set, its paper's quantities adapter or the adapter's :class:`NotApplicable`), and
+    ``partial`` every bound that applies to some models only to why not to the others.
     Multi-head statements given per head (``{"per_head": [...]}``) are summed over heads with
     :func:`genbounds.bounds.trauger_tewari.rademacher_multi_head`.
     """
@@ -460,6 +462,7 @@ def evaluate_bounds(
     values: dict[str, np.ndarray] = {}
     valid: dict[str, np.ndarray] = {}
     reasons: dict[str, str] = {}
+    partial: dict[str, str] = {}
     for b in bs:
         vals = np.full(len(rows), np.nan)
         ok = np.zeros(len(rows), dtype=bool)
@@ -489,7 +492,9 @@ def evaluate_bounds(
         valid[b.key] = ok
         if np.all(np.isnan(vals)):
             reasons[b.key] = "; ".join(sorted(why)) or "no model"
-    return BoundTable(values, valid, {b.key: b.kind.name for b in bs}, reasons)
+        elif np.any(np.isnan(vals)):
+            partial[b.key] = "; ".join(sorted(why))
+    return BoundTable(values, valid, {b.key: b.kind.name for b in bs}, reasons, partial)
 
 
 def _run_unit(unit: Setting, progress: bool) -> dict[str, np.ndarray]:
