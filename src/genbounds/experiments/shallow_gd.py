@@ -276,11 +276,14 @@ def run_unit(unit: ShallowGDUnit, progress: bool = False) -> dict[str, np.ndarra
         rows["wall_time_s"] = np.full(K, time.perf_counter() - t0)
         return rows
     _train(unit, model, init, (X, y, Xv, yv, Xt, yt), rows, progress)
-    q = shallow_gd_quantities(model.view(initial_state=init), torch.from_numpy(X), y)
-    for key in ("R_Q", "R_K", "R_V", "R_O", "dist", "rel_dist"):
-        rows[f"final_{key}"] = np.asarray(q[key], dtype=np.float64)
-    for key, col in norm_table(model.view(initial_state=init).detached()).items():
-        rows[f"norm.{key}"] = np.asarray(col, dtype=np.float64)
+    table = norm_table(model.view(initial_state=init).detached())
+    hp = "layer0.head0."
+    for key, col in (("R_Q", hp + "W_Q.dist_fro"), ("R_K", hp + "W_K.dist_fro"),
+                     ("R_V", hp + "W_V.dist_fro"), ("R_O", "readout.dist_fro"),
+                     ("dist", "model.dist_l2"), ("rel_dist", "model.rel_dist_l2")):
+        rows[f"final_{key}"] = np.asarray(table[col], dtype=np.float64)
+    for key, col_ in table.items():
+        rows[f"norm.{key}"] = np.asarray(col_, dtype=np.float64)
     rows["wall_time_s"] = np.full(K, time.perf_counter() - t0)
     return rows
 
