@@ -9,12 +9,15 @@
 - :mod:`genbounds.experiments.effective_rank`   effective rank of trained attention and the
   Dhingra (2025) bound against measured gaps
 
+- :mod:`genbounds.experiments.comparison`       every registered bound and measure on the same
+  trained Transformers (the book's comparison chapter)
+
 Importing this package registers every study; ``python -m genbounds experiments`` lists them.
 """
 
 from __future__ import annotations
 
-from genbounds.experiments import effective_rank, offset_rademacher, sparse_majority
+from genbounds.experiments import comparison, effective_rank, offset_rademacher, sparse_majority
 from genbounds.experiments.registry import (
     Estimate,
     Experiment,
@@ -29,6 +32,7 @@ from genbounds.experiments.registry import (
 __all__ = [
     "Estimate",
     "Experiment",
+    "comparison",
     "concatenate",
     "effective_rank",
     "offset_rademacher",
