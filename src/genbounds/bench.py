@@ -359,8 +359,15 @@ def bench_roofline(device: str = "auto", sm_size: tuple[int, int] = (5, 200),
 
 
 def bench_notebooks(notebooks: Sequence[Path] | None = None,
-                    workdir: Path | None = None) -> list[dict[str, Any]]:
-    """Figure 5: wall time of each notebook at quick scale under nbval (as ``make test``)."""
+                    workdir: Path | None = None, fresh_results: bool = True
+                    ) -> list[dict[str, Any]]:
+    """Figure 5: wall time of each notebook at quick scale under nbval (as ``make test``).
+
+    With ``fresh_results`` (default) every notebook gets an empty results store
+    (``GENBOUNDS_RESULTS_DIR`` in ``workdir``), so its experiments are computed, not loaded
+    from an earlier run: the time is that of a fresh checkout. A failed notebook's row holds
+    the last lines of its output.
+    """
     root = Path(__file__).resolve().parents[2]
     nbs = sorted((root / "notebooks").glob("*.md")) if notebooks is None else list(notebooks)
     work = Path(workdir) if workdir is not None else Path("/tmp/genbounds-bench-notebooks")
@@ -370,6 +377,10 @@ def bench_notebooks(notebooks: Sequence[Path] | None = None,
     rows = []
     for nb in nbs:
         out = work / (nb.stem + ".ipynb")
+        if fresh_results:
+            store = work / f"results-{nb.stem}-{time.time_ns()}"
+            store.mkdir()
+            env["GENBOUNDS_RESULTS_DIR"] = str(store)
         load = _load()
         t0 = time.perf_counter()
         conv = subprocess.run([str(bindir / "jupytext"), "--to", "ipynb", "--output", str(out),
@@ -377,9 +388,11 @@ def bench_notebooks(notebooks: Sequence[Path] | None = None,
         res = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--current-env",
                               "-p", "no:cacheprovider", "-q", str(out)],
                              capture_output=True, text=True, env=env, cwd=str(root))
+        passed = conv.returncode == 0 and res.returncode == 0
+        tail = "" if passed else (conv.stderr + res.stdout + res.stderr)[-2000:]
         rows.append({"notebook": nb.name, "wall_s": time.perf_counter() - t0,
-                     "passed": conv.returncode == 0 and res.returncode == 0,
-                     "load_before": load, "load_after": _load()})
+                     "passed": passed, "fresh_results": fresh_results, "load_before": load,
+                     "load_after": _load(), "failure": tail})
     return rows
 
 
