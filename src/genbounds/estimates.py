@@ -351,12 +351,65 @@ def _offset_rademacher(cfg: Any) -> tuple[list[Workload], str]:
     return ws, "full-batch Adam steps (heavy-tail units at the engine's rate)"
 
 
+def _comparison(cfg: Any) -> tuple[list[Workload], str]:
+    from genbounds.experiments.comparison import settings
+    from genbounds.models import EdelmanTransformer
+
+    ws = []
+    for u in settings(cfg):
+        K = u.seeds
+        d = u.d if u.task == "sparse_majority" else 64
+
+        def build(n: int, u: Any = u, K: int = K, d: int = d) -> tuple[nn.Module, torch.Tensor,
+                                                                       torch.Tensor]:
+            g = torch.Generator().manual_seed(0)
+            X = torch.randn(K, n, u.T + 1, d, generator=g) / math.sqrt(d)
+            y = (torch.rand(K, n, generator=g) < 0.5).to(torch.int64)
+            m = EdelmanTransformer(d=d, k=u.width, heads=u.heads, layers=u.depth, n_models=K,
+                                   seeds=list(range(K)), cls_index=-1)
+            return m, X, y
+
+        searches = 2 * u.search_depth * u.montecarlo_samples * u.n  # the two sigma searches
+        ws.append(Workload(
+            name="comparison", build=build, loss="bce_logits", K=K, epochs=u.epochs,
+            n_train=u.n, calls=1, eval_samples=float(u.n + u.n_test + searches),
+            batch_size=None, n_cal=min(u.n, 512),
+            data_bytes=4.0 * K * (u.n + u.n_test) * (u.T + 1) * d, device=u.device))
+    return ws, ("full-batch Adam, test evaluation and the two PAC-Bayes sigma searches, "
+                "every setting as an EdelmanTransformer")
+
+
+def _offset_complexity(cfg: Any) -> tuple[list[Workload], str]:
+    from genbounds.models.li_transformer import LiTransformer
+
+    ws = []
+    for u in cfg.units():
+        K = u.net_draws * u.restarts
+
+        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
+                                                           torch.Tensor]:
+            g = torch.Generator().manual_seed(0)
+            X = torch.randn(K, n, u.T, u.d, generator=g, dtype=torch.float64)
+            y = torch.randn(K, n, generator=g, dtype=torch.float64)
+            return LiTransformer(u.d, u.k, n_models=K, seeds=list(range(K)),
+                                 dtype=torch.float64), X, y
+
+        ws.append(Workload(
+            name="offset_rademacher_complexity", build=build, loss="mse", K=K,
+            epochs=2 * u.steps, n_train=u.n, calls=2, eval_samples=0.0, batch_size=None,
+            n_cal=min(u.n, 512), data_bytes=8.0 * K * u.n * u.T * u.d, device=u.device))
+    return ws, ("projected-Adam suprema (offset and global) at the engine's rate for the "
+                "same batched models; the closed-form linear class not counted")
+
+
 #: Experiments this module knows, by name: ``config -> (workloads, note)``.
 KNOWN: dict[str, Callable[[Any], tuple[list[Workload], str]]] = {
     "sparse_majority": _sparse_majority,
     "shallow_gd": _shallow_gd,
     "effective_rank": _effective_rank,
     "offset_rademacher": _offset_rademacher,
+    "offset_rademacher_complexity": _offset_complexity,
+    "comparison": _comparison,
 }
 
 
