@@ -22,7 +22,8 @@ def test_applies_to_and_adapters() -> None:
     assert Bound("k", "p", "s", BoundKind.GAP, "printed", ("x",), {}, _fn).applies_to is None
     with pytest.raises(ValueError, match="applies_to"):
         Bound("k", "p", "s", BoundKind.GAP, "printed", ("x",), {}, _fn, applies_to=frozenset())
-    rows = [{"task": 0.0, "n": 10.0, "depth": 1.0, "heads": 1.0, "token_dim": 4.0, "width": 2.0,
+    rows = [{"task": 0.0, "family": 0.0, "n": 10.0, "depth": 1.0, "heads": 1.0, "token_dim": 4.0,
+             "width": 2.0,
              "tokens": 5.0, "x": 0.25}]
     bt = cmp.evaluate_bounds(rows, [b])
     assert np.isnan(bt.values[b.key][0]) and "not EdelmanTransformer" in bt.reasons[b.key]

