@@ -270,10 +270,12 @@ def bench_epoch(T_values: Sequence[int] = (20, 200), K: int = 5, n_val: int = 10
 
 
 def bench_svd(n: int = 10_000, size: int = 201, chunk: int = 1000,
-              seed: int = 0) -> dict[str, Any]:
-    """Figure 3: batched ``torch.linalg.svdvals`` vs a NumPy loop, ``n`` matrices."""
+              seed: int = 0, device: str = "cpu") -> dict[str, Any]:
+    """Figure 3: batched ``torch.linalg.svdvals`` (on ``device``) vs a NumPy loop (CPU),
+    ``n`` matrices."""
     check_int(n, "n")
     check_int(size, "size")
+    dev = resolve_device(device)
     load = _load()
     g = torch.Generator().manual_seed(seed)
     t_torch = t_numpy = 0.0
@@ -282,15 +284,20 @@ def bench_svd(n: int = 10_000, size: int = 201, chunk: int = 1000,
         m = min(chunk, n - start)
         A = torch.softmax(2.0 * torch.randn(m, size, size, generator=g), dim=-1)
         An = A.numpy()
+        A_dev = A.to(dev)
+        _sync(dev)
         t0 = time.perf_counter()
-        sv_t = torch.linalg.svdvals(A)
+        sv_t = torch.linalg.svdvals(A_dev)
+        _sync(dev)
         t1 = time.perf_counter()
+        sv_t = sv_t.cpu()
         sv_n = np.stack([np.linalg.svd(a, compute_uv=False) for a in An])
         t2 = time.perf_counter()
         t_torch += t1 - t0
         t_numpy += t2 - t1
         max_diff = max(max_diff, float(np.abs(sv_t.numpy() - sv_n).max()))
-    return {"n": n, "size": size, "dtype": "float32", "torch_batched_s": t_torch,
+    return {"n": n, "size": size, "dtype": "float32", "device": str(dev),
+            "torch_batched_s": t_torch,
             "numpy_loop_s": t_numpy, "speedup": t_numpy / t_torch,
             "max_abs_difference": max_diff, "load": load}
 
@@ -536,7 +543,7 @@ def run_benchmark(
         extra["epoch"] = bench_epoch(T_values, epoch_K, epoch_n_val, str(dev))
     if "svd" in sections:
         say(f"singular values of {svd_n} matrices 201 x 201")
-        extra["svd"] = bench_svd(svd_n)
+        extra["svd"] = bench_svd(svd_n, device=str(dev))
     if "roofline" in sections:
         say("roofline")
         extra["roofline"] = bench_roofline(str(dev))
@@ -630,7 +637,7 @@ def _extra_lines(result: dict[str, Any]) -> list[str]:
     if "svd" in result:
         r = result["svd"]
         lines += ["", f"(3) Singular values of {r['n']:,} matrices {r['size']}x{r['size']} "
-                      f"({r['dtype']})",
+                      f"({r['dtype']}, torch on {r.get('device', 'cpu')})",
                   f"  numpy loop {r['numpy_loop_s']:.1f} s, torch.linalg.svdvals batched "
                   f"{r['torch_batched_s']:.1f} s, ratio {r['speedup']:.2f}, max |diff| "
                   f"{r['max_abs_difference']:.1e}  (load {r['load']:.1f})"]
