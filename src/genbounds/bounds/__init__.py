@@ -22,12 +22,17 @@ Importing this package registers every bound: ``registered()`` lists them, and
 
 from __future__ import annotations
 
-from genbounds.bounds import (
+# each paper's adapter from stored norm tables to its bounds' inputs (registers its quantities)
+from genbounds.bounds import (  # noqa: E402, I001
     baselines,
     effective_rank,
+    effective_rank_notation,
     offset_rademacher,
+    offset_rademacher_notation,
     shallow_gd,
+    shallow_gd_notation,
     trauger_tewari,
+    trauger_tewari_notation,
 )
 from genbounds.bounds.registry import (
     DUDLEY_C_BARTLETT_2017,
@@ -46,10 +51,14 @@ __all__ = [
     "BoundValue",
     "baselines",
     "effective_rank",
+    "effective_rank_notation",
     "offset_rademacher",
+    "offset_rademacher_notation",
     "get",
     "register",
     "registered",
     "shallow_gd",
+    "shallow_gd_notation",
     "trauger_tewari",
+    "trauger_tewari_notation",
 ]

@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from genbounds.bounds.registry import BoundValue
+from genbounds.bounds.registry import Bound, BoundValue, NotApplicable, register_quantities
 from genbounds.models.view import ModelView
 from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
 from genbounds.validation import check_int
 
 __all__ = ["SIZE_NAMES", "TT_COLUMNS", "bound_on_run", "quantities_from_norms", "run_sizes",
-           "tt_correspondence", "tt_forward", "tt_norms"]
+           "tt_correspondence", "tt_forward", "tt_norms", "tt_quantities"]
 
 
 def _check_sparse_majority_view(view: ModelView) -> None:
@@ -297,3 +297,34 @@ def bound_on_run(row: Mapping[str, Any], sizes: Mapping[str, int], key: str, hea
     return replace(total, valid=all(b.valid for b in per_head),
                    regime="; ".join(sorted({b.regime for b in per_head if b.regime})),
                    choices={**per_head[0].choices})
+
+
+def tt_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    """Quantities of Trauger & Tewari's / Edelman et al.'s one-layer bounds on a stored row of an
+    :class:`~genbounds.models.EdelmanTransformer` (the comparison chapter's models); raises
+    :class:`~genbounds.bounds.registry.NotApplicable` with the reason otherwise."""
+    bound: Bound = context["bound"]
+    if context.get("family") != "EdelmanTransformer":
+        raise NotApplicable(f"no TT notation for family {context.get('family')!r}")
+    key = bound.key
+    if key.startswith("trauger_tewari.gap_cor_4_1_1."):
+        key = "trauger_tewari.cor_4_1_1." + bound.form
+    if key not in TT_COLUMNS:
+        raise NotApplicable("not a model-level bound mapped to stored norms (a covering number "
+                            "at a scale, or a statement with unnamed constants C, C_1, B)")
+    if context["depth"] != 1:
+        raise NotApplicable(f"a one-layer statement; the model has {context['depth']} layers")
+    sizes = {"m": context["m"], "d": context["d"], "k": context["k"], "T": context["T"]}
+    r = dict(row)
+    r["B_x_aug_l1"], r["B_x_aug_l2"] = row["B_x_l1"], row["B_x_l2"]  # no biases: no augmentation
+    per = [quantities_from_norms(r, sizes, key, h) for h in range(context["heads"])]
+    if len(per) == 1:
+        return per[0]
+    if bound.kind.name != "RADEMACHER":
+        raise NotApplicable("a one-head gap statement; TT sum Rademacher bounds over heads "
+                            "(Sec. 4.2), not gap bounds")
+    return {"per_head": per}
+
+
+register_quantities("trauger2024sequence", tt_quantities)
+register_quantities("edelman2022inductive", tt_quantities)

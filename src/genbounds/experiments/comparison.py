@@ -75,7 +75,6 @@ from genbounds.bounds.registry import (
     BoundValue,
     NotApplicable,
     quantities_adapter,
-    register_quantities,
     registered,
 )
 from genbounds.bounds.shallow_gd_notation import shallow_columns
@@ -444,37 +443,6 @@ def _context(row: Mapping[str, float]) -> dict[str, Any]:
             "depth": int(row["depth"]), "heads": int(row["heads"]), "d": int(row["token_dim"]),
             "k": int(row["width"]), "T": int(row["tokens"]), "task": TASKS[int(row["task"])],
             "loss": LOSS, "teacher": False}
-
-
-def _tt_adapter(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
-    """Quantities of Trauger & Tewari's / Edelman et al.'s one-layer bounds on a stored row."""
-    from genbounds.bounds.trauger_tewari_notation import TT_COLUMNS, quantities_from_norms
-
-    bound: Bound = context["bound"]
-    if context.get("family") != "EdelmanTransformer":
-        raise NotApplicable(f"no TT notation for family {context.get('family')!r}")
-    key = bound.key
-    if key.startswith("trauger_tewari.gap_cor_4_1_1."):
-        key = "trauger_tewari.cor_4_1_1." + bound.form
-    if key not in TT_COLUMNS:
-        raise NotApplicable("not a model-level bound mapped to stored norms (a covering number "
-                            "at a scale, or a statement with unnamed constants C, C_1, B)")
-    if context["depth"] != 1:
-        raise NotApplicable(f"a one-layer statement; the model has {context['depth']} layers")
-    sizes = {"m": context["m"], "d": context["d"], "k": context["k"], "T": context["T"]}
-    r = dict(row)
-    r["B_x_aug_l1"], r["B_x_aug_l2"] = row["B_x_l1"], row["B_x_l2"]  # no biases: no augmentation
-    per = [quantities_from_norms(r, sizes, key, h) for h in range(context["heads"])]
-    if len(per) == 1:
-        return per[0]
-    if bound.kind.name != "RADEMACHER":
-        raise NotApplicable("a one-head gap statement; TT sum Rademacher bounds over heads "
-                            "(Sec. 4.2), not gap bounds")
-    return {"per_head": per}
-
-
-register_quantities("trauger2024sequence", _tt_adapter)
-register_quantities("edelman2022inductive", _tt_adapter)
 
 
 def import_bound_modules() -> list[str]:
