@@ -251,8 +251,18 @@ def test_no_function_of_the_engine_is_longer_than_100_lines() -> None:
 
 
 _PEAK_SCRIPT = """
-import resource, sys, torch
+import sys, torch
 from genbounds.models import ShallowEncoder
+
+def hwm():
+    # the peak resident set of this process (VmHWM, bytes). Not ru_maxrss: Linux keeps that
+    # across fork/exec, so a child of a large pytest process would inherit its parent's peak.
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
 from genbounds.train import TrainConfig, train_ensemble
 torch.manual_seed(0)
 X = torch.randn(1, 2000, 16, 64)
@@ -261,13 +271,13 @@ m = ShallowEncoder(64, 1024, n_models=1, seeds=[0])
 warm = TrainConfig(optimizer="gd", max_epochs=1, select_best="last", device="cpu")
 train_ensemble(ShallowEncoder(64, 1024, n_models=1, seeds=[1]), X[:, :2], y[:, :2],
                loss="logistic", config=warm)  # library code and buffers paged in first
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = hwm()
 budget = int(sys.argv[1]) if sys.argv[1] != "none" else None
 cfg = TrainConfig(optimizer="gd", lr=0.1, max_epochs=1, select_best="last", device="cpu",
                   max_batch_memory_bytes=budget, eval_batch_size=2000 if budget is None else None)
 res = train_ensemble(m, X, y, loss="logistic", config=cfg)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(res.micro_batch_size, (after - before) * 1024, res.history["loss"][0, 0])
+after = hwm()
+print(res.micro_batch_size, after - before, res.history["loss"][0, 0])
 """
 
 
