@@ -219,7 +219,7 @@ def edelman_rademacher_single_head(
     c:
         Dudley's constant.
     delta, integral:
-        As in :func:`~genbounds.bounds.common.dudley_inverse_square`.
+        As in :func:`~genbounds.complexity.dudley_inverse_square`.
 
     Returns
     -------

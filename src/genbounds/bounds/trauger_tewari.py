@@ -3,7 +3,7 @@
 J. Trauger and A. Tewari, *Sequence Length Independent Norm-Based Generalization Bounds for
 Transformers*, AISTATS 2024, PMLR 238:1405-1413 (cited below as "TT").
 
-Each function returns a :class:`~genbounds.bounds.common.BoundValue` whose ``terms`` and
+Each function returns a :class:`~genbounds.bounds.registry.BoundValue` whose ``terms`` and
 ``constants`` let a reader recompute the number by hand. Each has a ``form`` argument:
 
 ``form="audited"`` (default)
@@ -26,7 +26,7 @@ Notation and conventions
   ``W_c in R^{k x d}``, ``W_v in R^{d x k}``, ``W_QK in R^{d x d}``, ``w in R^d``.
 * Rademacher complexities are empirical and normalised (``1/n`` inside), without absolute
   value. Dudley's integral is ``c * inf_delta (delta + int_delta^U sqrt(log N(eps)/n))`` with
-  ``c`` an explicit argument; :data:`~genbounds.bounds.common.DUDLEY_C_BARTLETT_2017` ``= 12``
+  ``c`` an explicit argument; :data:`~genbounds.bounds.registry.DUDLEY_C_BARTLETT_2017` ``= 12``
   is a valid choice (Bartlett, Foster & Telgarsky 2017, Lemma A.5).
 * TT write ``m`` for the sample size in Section 4 and ``n`` in Section 2; here it is ``m`` for
   the Rademacher bounds (as in TT) and ``n`` for :func:`generalization_gap`.
@@ -324,13 +324,13 @@ def rademacher_one_layer(
         constant.
     c:
         Dudley's constant (explicit; 12 is valid, see
-        :data:`~genbounds.bounds.common.DUDLEY_C_BARTLETT_2017`).
+        :data:`~genbounds.bounds.registry.DUDLEY_C_BARTLETT_2017`).
     softmax_constant:
         ``s`` in ``||softmax(a) - softmax(b)||_1 <= s ||a - b||_inf`` (2 in the paper; 1 is
         sharp and valid).
     delta:
         ``"closed_form"`` (clipped stationary point, the exact minimiser), ``"numeric"`` or a
-        number in ``(0, B_x]``; see :func:`~genbounds.bounds.common.dudley_inverse_square`.
+        number in ``(0, B_x]``; see :func:`~genbounds.complexity.dudley_inverse_square`.
     integral:
         ``"split"`` (the paper's ``sqrt(a + b) <= sqrt(a) + sqrt(b)``) or ``"exact"``.
     form:

@@ -433,6 +433,6 @@ EXPERIMENT = register_experiment(Experiment(
     units=sweep_configs,
     run_unit=_run_unit,
     code=("genbounds.data.sparse_majority", "genbounds.models", "genbounds.train",
-          "genbounds.norms", "genbounds.spectral", "genbounds.bounds.trauger_tewari_notation",
-          "genbounds.experiments.sparse_majority"),
+          "genbounds.norms", "genbounds.spectral", "genbounds.validation",
+          "genbounds.bounds.trauger_tewari_notation", "genbounds.experiments.sparse_majority"),
 ))

@@ -23,6 +23,7 @@ from torch import nn
 from genbounds.models.view import ModelView
 
 __all__ = [
+    "ACTIVATIONS",
     "Ensemble",
     "keras_compute_fans",
     "keras_glorot_uniform_limit",
@@ -33,6 +34,14 @@ __all__ = [
     "zeros_init",
 ]
 
+
+
+#: The entrywise activations a family may use, by name (``sigma`` of the papers).
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": torch.relu,
+    "identity": lambda x: x,
+    "tanh": torch.tanh,
+}
 
 
 def keras_compute_fans(shape: Sequence[int]) -> tuple[int, int]:

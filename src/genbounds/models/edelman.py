@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
 
 from genbounds.models.base import (
+    ACTIVATIONS,
     Ensemble,
     normal_init,
     project_rows_to_unit_ball,
@@ -17,12 +18,6 @@ from genbounds.models.view import HeadView, LayerView, ModelView
 from genbounds.validation import check_int, check_seeds
 
 __all__ = ['EdelmanTransformer']
-
-_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu,
-    "identity": lambda x: x,
-    "tanh": torch.tanh,
-}
 
 
 class EdelmanTransformer(Ensemble):
@@ -71,9 +66,9 @@ class EdelmanTransformer(Ensemble):
         self.k = check_int(k, "k")
         self.heads = check_int(heads, "heads")
         self.layers = check_int(layers, "layers")
-        if activation not in _ACTIVATIONS:
+        if activation not in ACTIVATIONS:
             raise ValueError(
-                f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}"
+                f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}"
             )
         if not isinstance(cls_index, int) or isinstance(cls_index, bool):
             raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
@@ -104,7 +99,7 @@ class EdelmanTransformer(Ensemble):
     w: nn.Parameter
 
     def _layer(self, Y: torch.Tensor, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        sigma = _ACTIVATIONS[self.activation]
+        sigma = ACTIVATIONS[self.activation]
         S = torch.einsum("kbtd,khde,kbse->kbhts", Y, self.W_QK[:, i], Y)
         A = torch.softmax(S, dim=-1)
         Fh = torch.einsum("kbhts,kbsd,khde->kbhte", A, Y, self.W_v[:, i])

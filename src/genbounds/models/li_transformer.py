@@ -22,22 +22,23 @@ then ``w ~ N(0, 1/d)``, from each model's own generator.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
 
-from genbounds.models.base import Ensemble, normal_init, project_rows_to_unit_ball, stack_init
+from genbounds.models.base import (
+    ACTIVATIONS,
+    Ensemble,
+    normal_init,
+    project_rows_to_unit_ball,
+    stack_init,
+)
 from genbounds.models.view import HeadView, LayerView, ModelView
 from genbounds.validation import check_int, check_seeds
 
-__all__ = ["ACTIVATIONS", "LiTransformer"]
+__all__ = ["LiTransformer"]
 
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu,
-    "identity": lambda x: x,
-    "tanh": torch.tanh,
-}
 
 
 class LiTransformer(Ensemble):
