@@ -24,7 +24,7 @@ def _tiny(**kw: object) -> cmp.Setting:
 def test_settings_vary_one_factor_at_a_time_and_jointly() -> None:
     cfg = cmp.ComparisonConfig.quick()
     S = cmp.settings(cfg)
-    assert len(S) == len(set(S)) == 26
+    assert len(S) == len(set(S)) == 31
     assert {s.task for s in S} == set(cmp.TASKS)
     for s in S:
         base = next(b for b in cfg.bases if b.task == s.task)

@@ -81,10 +81,11 @@ def test_li_adapter_states_the_failed_hypothesis() -> None:
     q = orn.li_quantities({"li.offset_complexity": 0.25}, _ctx(key, loss="mse", teacher=True))
     assert q == {"offset_complexity": 0.25}
     assert get(key).evaluate(q).value == pytest.approx(1.0)  # 4 R_off + 0
-    q2 = orn.li_quantities({"li.log_covering": 3.0, "li.penalty": 1.0, "li.kappa": 2.0,
-                            "li.delta": 0.1}, _ctx("offset_rademacher.cor_4_5.audited",
-                                                   loss="mse", teacher=True, m=50))
-    assert q2["n"] == 50 and isinstance(q2["n"], int) and q2["log_covering"] == 3.0
+    # the cover corollaries have no noise term: refused for the squared loss with noise
+    with pytest.raises(NotApplicable, match="no noise term"):
+        orn.li_quantities({"li.log_covering": 3.0, "li.penalty": 1.0, "li.kappa": 2.0,
+                           "li.delta": 0.1}, _ctx("offset_rademacher.cor_4_5.audited",
+                                                  loss="mse", teacher=True, m=50))
 
 
 # ------------------------------------------------------------------------------ shallow GD

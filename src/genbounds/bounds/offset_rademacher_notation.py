@@ -14,10 +14,29 @@ naming the one that fails:
 * ``context["teacher"]`` must be true (a known regression function ``f*``, so that the excess
   risk is defined and measurable).
 
-When both hold, every quantity a bound needs is read from the row's column ``"li.<name>"``
-(``n``, ``heads`` and ``layers`` may come from the context: ``m``, ``heads``, ``depth``); a
-missing column is reported by name. The classification sweep of the comparison chapter (logistic
-loss, 0/1 labels, no teacher) fails the first check, and the chapter prints that reason.
+Then each statement's own setting is checked against the model, again with a reason:
+
+* the offset-complexity theorems (4.4, 4.7, 4.11) need ``offset_complexity``, the offset
+  Rademacher complexity of the class at this ``n``: refused unless the row stores
+  ``li.offset_complexity`` (the comparison sweep does not estimate it per model);
+* the cover corollaries (4.5, 4.8, 4.13; printed = audited, one function) are refused for the
+  squared loss with Gaussian noise: their statistical term has no noise term, and chapter 4's
+  two-function counterexample shows the printed statement fails there;
+* the truncated-input theorems (6.4-6.6, they need ``M``) apply only to ERMs trained on inputs
+  truncated at ``M`` (context ``truncated``), the heavy-tail theorems (6.9-6.11, they need
+  ``beta``) only to the robust loss on heavy-tailed inputs (context ``robust``);
+* the architecture must be the statement's: a one-head statement (needs neither ``heads`` nor
+  ``layers``) needs ``heads = depth = 1``; an ``H``-head statement (needs ``heads``) one layer;
+  an ``L``-layer statement (needs ``layers``) at least two layers.
+
+When all hold, every quantity a bound needs is read from the row's column ``"li.<name>"``
+(``n``, ``heads`` and ``layers`` may come from the context: ``m``, ``heads``, ``depth``). The
+weight-norm bounds ``B_c, B_v, B_QK`` are different norms in the two families of statements:
+``l_{1,1}`` norms in the norm-based theorems (B.1, B.2, 5.3, 6.4-6.6) and spectral norms in the
+rank-based ones (B.4, B.5, 5.8, 6.9-6.11, recognised by needing ``r_QK``), read from
+``li.l11.<name>`` and ``li.spectral.<name>`` respectively (as chapter 4 evaluates them). A missing
+column is reported by name. The classification tasks of the comparison chapter (logistic loss,
+0/1 labels, no teacher) fail the first check, and the chapter prints that reason.
 """
 
 from __future__ import annotations
@@ -35,6 +54,8 @@ PREFIX = "li."
 #: Sizes that may come from the context: bound quantity -> context key.
 _SIZES: dict[str, str] = {"n": "m", "heads": "heads", "layers": "depth"}
 _INTS = ("n", "heads", "layers", "d", "k", "T", "r_QK", "r_v", "r_c")
+#: Weight-norm bounds read as l_{1,1} (norm-based statements) or spectral (rank-based) norms.
+_WEIGHT_NORMS = ("B_c", "B_v", "B_QK")
 
 
 def li_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,10 +71,12 @@ def li_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[st
         raise NotApplicable(
             f"needs a known regression function f* (a teacher) to define the excess risk; "
             f"task {context.get('task')!r} has none")
+    _check_statement(bound, context)
     out: dict[str, Any] = {}
     missing = []
+    norms = "spectral." if "r_QK" in bound.needs else "l11."
     for q in bound.needs:
-        col = PREFIX + q
+        col = PREFIX + (norms + q if q in _WEIGHT_NORMS else q)
         if col in row:
             out[q] = int(row[col]) if q in _INTS else float(row[col])
         elif q in _SIZES and _SIZES[q] in context:
@@ -63,6 +86,34 @@ def li_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[st
     if missing:
         raise NotApplicable(f"no stored column {missing} for {bound.key}")
     return out
+
+
+def _check_statement(bound: Bound, context: Mapping[str, Any]) -> None:
+    """Refuse, with the reason, a statement whose own setting is not the model's (module
+    docstring)."""
+    needs = set(bound.needs)
+    if "offset_complexity" in needs:
+        return  # read from li.offset_complexity if stored, else reported missing
+    if "log_covering" in needs:
+        raise NotApplicable(
+            "the cover corollaries have no noise term: for the squared loss with Gaussian noise "
+            "the printed statement fails (chapter 4's two-function counterexample)")
+    if "beta" in needs and not context.get("robust", False):
+        raise NotApplicable("about a robust loss on heavy-tailed inputs; these students were "
+                            "trained on the squared loss")
+    if "M" in needs and not context.get("truncated", False):
+        raise NotApplicable("about the ERM on inputs truncated at M; these students were "
+                            "trained on raw inputs")
+    heads, depth = int(context.get("heads", 1)), int(context.get("depth", 1))
+    if "layers" in needs:
+        if depth < 2:
+            raise NotApplicable("an L-layer statement (L >= 2); this model has one layer")
+    elif "heads" in needs:
+        if depth != 1:
+            raise NotApplicable(f"an H-head one-layer statement; this model has {depth} layers")
+    elif heads != 1 or depth != 1:
+        raise NotApplicable(f"a one-head one-layer statement; this model has {heads} heads and "
+                            f"{depth} layers")
 
 
 register_quantities(PAPER, li_quantities)

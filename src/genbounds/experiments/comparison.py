@@ -20,6 +20,13 @@ al. 2022; the class Trauger & Tewari 2024 bound): ``L`` layers of ``H`` heads wi
   :class:`~genbounds.models.shallow_encoder.ShallowEncoder` (``width`` is ``d_m``; one head,
   one layer) trained by **full-batch gradient descent** (``lr`` 0.1) instead of Adam: the
   model and optimiser their bounds are about.
+* ``teacher_student``: the regression environment of Li et al. (2026)'s excess-risk bounds,
+  chapter 4's setup reused as it is (:func:`run_teacher_student`): a fixed
+  :class:`~genbounds.models.li_transformer.LiTransformer` teacher (``heads`` heads, rank
+  ``width``) labels Gaussian inputs with Gaussian noise; students of the same class are trained
+  to near-ERM on the **squared loss**; the measured quantity is the **excess risk** on ``n_test``
+  fresh inputs (with its Monte Carlo standard error), not a 0-1 gap. Its factors are ``n`` and
+  ``heads``; ``epochs`` counts Adam steps.
 
 Each **setting** (a :class:`Setting`, the unit the results store keeps) fixes the task and every
 factor -- ``n`` (training samples), ``T`` (bits; fixed at 16 patches for MNIST), ``width``
@@ -29,7 +36,8 @@ with data, initialisation and shuffling seeds from ``SeedSequence([root, task, j
 seed index gives the same draws in every setting of a task, so models that differ in one factor
 are coupled (Dziugaite et al. 2020). ``seed`` is itself a factor (the seed index).
 
-Training criterion (stated, the same for every model of a task): full-batch Adam (``lr``, Keras
+Training criterion (stated, the same for every model of a task; ``teacher_student``: see
+:func:`run_teacher_student`): full-batch Adam (``lr``, Keras
 defaults otherwise; plain full-batch GD for ``mnist01_shallow``) on the logistic loss of the
 scalar output (``bce_logits``, labels 0/1) for exactly ``epochs`` epochs; the last weights are
 kept. Whether a model fits its training set is recorded (``train_error``), not used to select
@@ -89,7 +97,8 @@ from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
 from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
 
 __all__ = [
-    "EXPERIMENT", "FACTORS", "FAMILIES", "LOSS", "TASKS", "TASK_FAMILY", "BoundTable",
+    "EXPERIMENT", "FACTORS", "FAMILIES", "LI_KAPPA", "LOSS", "TASKS", "TASK_FAMILY", "TASK_LOSS",
+    "BoundTable", "run_teacher_student", "teacher_student_unit",
     "ComparisonConfig", "Setting",
     "edelman_tt_norms",
     "RankStats", "evaluate_bounds", "exponent", "import_bound_modules", "model_rows",
@@ -98,13 +107,20 @@ __all__ = [
 
 #: The tasks, by code (stored as an integer per model). ``mnist01_shallow`` is the MNIST 0/1
 #: stand-in on Mwigo & Dasgupta's :class:`~genbounds.models.shallow_encoder.ShallowEncoder`.
-TASKS: tuple[str, ...] = ("sparse_majority", "mnist01", "mnist01_shallow")
+#: ``teacher_student`` is the regression environment of Li et al.'s excess-risk bounds.
+TASKS: tuple[str, ...] = ("sparse_majority", "mnist01", "mnist01_shallow", "teacher_student")
 #: The model families, by code (stored as ``family`` per model; ``ModelView.family`` names).
-FAMILIES: tuple[str, ...] = ("EdelmanTransformer", "ShallowEncoder")
+FAMILIES: tuple[str, ...] = ("EdelmanTransformer", "ShallowEncoder", "LiTransformer")
 #: The family each task trains.
 TASK_FAMILY: dict[str, str] = {"sparse_majority": "EdelmanTransformer",
                                "mnist01": "EdelmanTransformer",
-                               "mnist01_shallow": "ShallowEncoder"}
+                               "mnist01_shallow": "ShallowEncoder",
+                               "teacher_student": "LiTransformer"}
+#: The training loss of each task (``mse``: squared loss of the regression task).
+TASK_LOSS: dict[str, str] = {"sparse_majority": "bce_logits", "mnist01": "bce_logits",
+                             "mnist01_shallow": "bce_logits", "teacher_student": "mse"}
+#: kappa of Li et al.'s bounds, as chapter 4 evaluates them (its notebook: kappa = 1).
+LI_KAPPA: Final = 1.0
 #: The training loss of every model of the sweep (logistic loss of the scalar output, labels 0/1).
 LOSS: Final = "bce_logits"
 #: MNIST pixel standardisation used for the shallow encoder (as in the shallow-GD chapter).
@@ -119,7 +135,7 @@ MNIST_PATCHES: int = 16
 class Setting:
     """One setting of the sweep: a task, every factor, and how many seeds (the unit)."""
 
-    PROTOCOL_VERSION: ClassVar[int] = 2
+    PROTOCOL_VERSION: ClassVar[int] = 3
 
     task: str
     n: int
@@ -153,6 +169,10 @@ class Setting:
             raise ValueError(f"an {self.task} setting has T = {MNIST_PATCHES} and d = 64")
         if self.task == "mnist01_shallow" and (self.heads != 1 or self.depth != 1):
             raise ValueError("the shallow encoder has one head and one layer (heads = depth = 1)")
+        if self.task == "teacher_student" and (self.depth != 1 or self.width > self.d
+                                               or self.width < 2):
+            raise ValueError("a teacher_student setting has depth 1 and 2 <= width (the rank "
+                             "k = r_QK = r_v = r_c of teacher and student) <= d")
         if self.task == "sparse_majority" and (self.s % 2 == 0 or self.T < self.s):
             raise ValueError(f"s must be odd and <= T, got s = {self.s}, T = {self.T}")
 
@@ -169,7 +189,7 @@ class ComparisonConfig:
     ``joint`` variations (several factors changed at once, listed explicitly).
     """
 
-    PROTOCOL_VERSION: ClassVar[int] = 2
+    PROTOCOL_VERSION: ClassVar[int] = 3
 
     bases: tuple[Setting, ...]
     variations: tuple[tuple[str, str, tuple[float, ...]], ...]
@@ -188,8 +208,10 @@ class ComparisonConfig:
                      lr=1e-2, seeds=4, n_test=500, d=64, device=device)
         sh = Setting("mnist01_shallow", n=50, T=MNIST_PATCHES, width=64, heads=1, depth=1,
                      epochs=200, lr=0.1, seeds=4, n_test=500, d=64, device=device)
+        ts = Setting("teacher_student", n=200, T=4, width=2, heads=1, depth=1, epochs=500,
+                     lr=1e-2, seeds=4, n_test=10000, d=3, device=device)
         return cls(
-            bases=(sm, mn, sh),
+            bases=(sm, mn, sh, ts),
             variations=(
                 ("sparse_majority", "n", (50, 200)), ("sparse_majority", "T", (8, 32)),
                 ("sparse_majority", "width", (4, 32)), ("sparse_majority", "heads", (2,)),
@@ -199,9 +221,11 @@ class ComparisonConfig:
                 ("mnist01", "heads", (2,)), ("mnist01", "depth", (2,)),
                 ("mnist01", "epochs", (15,)), ("mnist01", "lr", (3e-3,)),
                 ("mnist01_shallow", "n", (25, 100)), ("mnist01_shallow", "width", (16,)),
+                ("teacher_student", "n", (50, 800)), ("teacher_student", "heads", (2,)),
             ),
             joint=(("sparse_majority", (("n", 50), ("T", 32))),
-                   ("mnist01", (("n", 25), ("width", 32)))),
+                   ("mnist01", (("n", 25), ("width", 32))),
+                   ("teacher_student", (("n", 800), ("heads", 2)))),
         )
 
     @classmethod
@@ -215,8 +239,10 @@ class ComparisonConfig:
                      lr=3e-3, seeds=10, n_test=500, d=64, device=device)
         sh = Setting("mnist01_shallow", n=200, T=MNIST_PATCHES, width=64, heads=1, depth=1,
                      epochs=600, lr=0.1, seeds=10, n_test=500, d=64, device=device)
+        ts = Setting("teacher_student", n=500, T=8, width=4, heads=1, depth=1, epochs=2000,
+                     lr=1e-2, seeds=10, n_test=100_000, d=4, device=device)
         return cls(
-            bases=(sm, mn, sh),
+            bases=(sm, mn, sh, ts),
             variations=(
                 ("sparse_majority", "n", (100, 200, 800, 1600)),
                 ("sparse_majority", "T", (10, 20, 80, 160)),
@@ -230,12 +256,15 @@ class ComparisonConfig:
                 ("mnist01_shallow", "n", (50, 100, 400)),
                 ("mnist01_shallow", "width", (16, 256, 1024)),
                 ("mnist01_shallow", "epochs", (100, 300)),
+                ("teacher_student", "n", (50, 158, 1581, 5000)),
+                ("teacher_student", "heads", (2, 4)),
             ),
             joint=(("sparse_majority", (("n", 100), ("T", 160))),
                    ("sparse_majority", (("n", 1600), ("T", 160))),
                    ("sparse_majority", (("n", 100), ("width", 64), ("depth", 2))),
                    ("mnist01", (("n", 50), ("width", 64))),
-                   ("mnist01", (("n", 400), ("heads", 4), ("depth", 2)))),
+                   ("mnist01", (("n", 400), ("heads", 4), ("depth", 2))),
+                   ("teacher_student", (("n", 5000), ("heads", 2)))),
         )
 
 
@@ -364,6 +393,8 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
     """Train the ``setting.seeds`` models of one setting and measure everything (see module)."""
     if not isinstance(setting, Setting):
         raise ValueError(f"setting must be a Setting, got {type(setting).__name__}")
+    if setting.task == "teacher_student":
+        return run_teacher_student(setting)
     t0 = time.perf_counter()
     K = setting.seeds
     Xtr, ytr, Xte, yte, B = _data(setting)
@@ -423,6 +454,72 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
 
+def teacher_student_unit(setting: Setting) -> Any:
+    """Chapter 4's unit (:class:`genbounds.experiments.offset_rademacher.StudentUnit`, study
+    ``rates``) for a ``teacher_student`` setting: its ``n``, heads, ``d``, ``T``, rank
+    ``k = width`` of teacher and student, Adam steps (``epochs``), learning rate, seeds, test
+    size and root seed; noise, learning-rate decay and warm-start perturbation from chapter 4's
+    quick preset (``noise_std`` 0.5, decay 0.995 per step, perturbation 0.1)."""
+    from genbounds.experiments.offset_rademacher import OffsetRademacherConfig, StudentUnit
+
+    if setting.task != "teacher_student":
+        raise ValueError(f"setting.task must be 'teacher_student', got {setting.task!r}")
+    c = OffsetRademacherConfig.quick()
+    return StudentUnit(
+        study="rates", arch="single" if setting.heads == 1 else "multi", n=setting.n,
+        heads=setting.heads, layers=1, d=setting.d, k=setting.width, T=setting.T,
+        teacher_rank=setting.width, student_rank=setting.width, df=0.0, arm="squared",
+        noise_std=c.noise_std, seeds=setting.seeds, steps=setting.epochs, lr=setting.lr,
+        lr_decay=c.lr_decay, init_perturbation=c.init_perturbation, n_test=setting.n_test,
+        huber_delta=c.huber_delta, seed=setting.root_seed, device=setting.device)
+
+
+def run_teacher_student(setting: Setting) -> dict[str, np.ndarray]:
+    """The ``teacher_student`` task: chapter 4's teacher (a fixed :class:`LiTransformer` of the
+    setting's heads and rank, ``Var f* = 1``) labels Gaussian inputs with noise ``N(0, 0.25)``;
+    the students (same class, started at the teacher plus 0.1 x a random initialisation, full-
+    batch Adam on the squared loss for ``epochs`` steps, last iterate) are trained and measured
+    by :func:`genbounds.experiments.offset_rademacher.run_unit` on the unit of
+    :func:`teacher_student_unit`.
+
+    Stored besides chapter 4's columns (``excess = mean (f - f*)^2`` on ``n_test`` fresh inputs
+    with ``excess_se``; ``erm_gap``; ``norm.*``; ``B_X``, ``B_target``...): the factors, the
+    sizes the bound adapters read, ``excess_mse = test MSE - noise_std^2`` (the brief's
+    definition of the excess risk: test MSE minus the noise variance) with ``excess_mse_se``, and
+    the ``li.*`` columns of :func:`genbounds.bounds.offset_rademacher_notation.li_quantities`
+    with chapter 4's choices: ``kappa = 1``, ``B`` = the largest ``|f*|`` on the training
+    sample, ``B_X`` = the largest ``||X||_{2->2}`` on it (Gaussian inputs are unbounded: these
+    are per-run sample versions of Assumptions 4.1-4.2), the student's own readout norm and
+    largest ``l_{1,1}`` / spectral norms of ``W_c, W_v, W_QK`` over heads, and its ranks."""
+    from genbounds.experiments.offset_rademacher import run_unit as li_run_unit
+
+    u = teacher_student_unit(setting)
+    out = dict(li_run_unit(u))
+    K = setting.seeds
+    sig2 = u.noise_std**2
+    # test MSE - sigma^2 = paired estimate mean((f - y)^2 - (f* - y)^2) + (mean eps^2 - sigma^2);
+    # its standard error is at most the sum of the two parts' (sd(a + b) <= sd a + sd b)
+    out["excess_mse"] = out["excess_paired"] + out["noise_var_test"] - sig2
+    noise_se = math.sqrt(2.0) * sig2 / math.sqrt(setting.n_test)  # sd of eps^2 is sqrt(2) s^2
+    out["excess_mse_se"] = out["excess_paired_se"] + noise_se
+    full = lambda v: np.full(K, float(v))  # noqa: E731
+    out.update({
+        "task": full(TASKS.index("teacher_student")),
+        "family": full(FAMILIES.index("LiTransformer")),
+        **{f: full(v) for f, v in setting.factor_values().items()},
+        "seed": np.arange(K, dtype=np.float64), "n_test": full(setting.n_test),
+        "tokens": full(setting.T), "token_dim": full(setting.d),
+        "li.d": full(setting.d), "li.k": full(setting.width), "li.r_QK": full(setting.width),
+        "li.r_v": full(setting.width), "li.r_c": full(setting.width), "li.T": full(setting.T),
+        "li.kappa": full(LI_KAPPA), "li.B": out["B_target"], "li.B_w": out["norm.B_w"],
+        "li.B_X": out["B_X"], "li.B_x": out["B_x_cls"],
+    })
+    for mine, name in (("Wc", "B_c"), ("Wv", "B_v"), ("WQK", "B_QK")):
+        for suffix, tag in (("l11", "l11"), ("spectral", "spectral")):
+            out[f"li.{tag}.{name}"] = out[f"norm.{mine}_{suffix}_max"]
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
 def model_rows(parts: Sequence[Any]) -> list[dict[str, float]]:
     """One dict per model from the stored units (``StoredResult`` or plain array mappings)."""
     rows: list[dict[str, float]] = []
@@ -437,12 +534,16 @@ def model_rows(parts: Sequence[Any]) -> list[dict[str, float]]:
 
 # ------------------------------------------------------------------- the loop over bounds
 def _context(row: Mapping[str, float]) -> dict[str, Any]:
-    """What the adapters may read besides the row: the family, the sizes, the task and the
-    training loss; ``teacher`` is False: no task of the sweep has a known regression function."""
+    """What the adapters may read besides the row: the family, the sizes, the task and its
+    training loss (:data:`TASK_LOSS`); ``teacher`` is True for ``teacher_student`` only (the
+    one task with a known regression function); no task truncates its inputs or trains a
+    robust loss (``truncated``, ``robust`` False)."""
+    task = TASKS[int(row["task"])]
     return {"family": FAMILIES[int(row["family"])], "m": int(row["n"]),
             "depth": int(row["depth"]), "heads": int(row["heads"]), "d": int(row["token_dim"]),
-            "k": int(row["width"]), "T": int(row["tokens"]), "task": TASKS[int(row["task"])],
-            "loss": LOSS, "teacher": False}
+            "k": int(row["width"]), "T": int(row["tokens"]), "task": task,
+            "loss": TASK_LOSS[task], "teacher": task == "teacher_student",
+            "truncated": False, "robust": False}
 
 
 def import_bound_modules() -> list[str]:
@@ -545,7 +646,9 @@ EXPERIMENT = register_experiment(Experiment(
     code=("genbounds.data.sparse_majority", "genbounds.data.mnist", "genbounds.models.edelman",
           "genbounds.models.shallow_encoder", "genbounds.bounds.effective_rank",
           "genbounds.bounds.effective_rank_notation", "genbounds.bounds.shallow_gd",
-          "genbounds.bounds.shallow_gd_notation",
+          "genbounds.bounds.shallow_gd_notation", "genbounds.bounds.offset_rademacher",
+          "genbounds.bounds.offset_rademacher_notation",
+          "genbounds.experiments.offset_rademacher", "genbounds.models.li_transformer",
           "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.measures",
           "genbounds.experiments.comparison"),
 ))
@@ -591,12 +694,22 @@ class RankStats:
     n_pairs: int
 
 
-def noise_matrix(rows: Sequence[Mapping[str, float]], z: float = 1.96) -> np.ndarray:
-    """Monte-Carlo noise of every difference of two models' gaps (their test errors' noise)."""
+def noise_matrix(rows: Sequence[Mapping[str, float]], z: float = 1.96,
+                 target: str = "gap") -> np.ndarray:
+    """Monte-Carlo noise of every difference of two models' measured ``target``: for the gap,
+    the noise of their test errors; for ``excess`` (or ``excess_mse``), ``z`` times the
+    root sum of squares of the two standard errors ``<target>_se`` (a difference of estimates on
+    independent test samples; two students of one setting share a test sample, which makes
+    this conservative)."""
     from genbounds.stats import mc_noise_threshold
 
-    te, nt = _col(rows, "test_error"), _col(rows, "n_test")
-    return mc_noise_threshold(te[:, None], te[None, :], nt[:, None], nt[None, :], z=z)
+    if target == "gap":
+        te, nt = _col(rows, "test_error"), _col(rows, "n_test")
+        return mc_noise_threshold(te[:, None], te[None, :], nt[:, None], nt[None, :], z=z)
+    if target not in ("excess", "excess_mse"):
+        raise ValueError(f"target must be 'gap', 'excess' or 'excess_mse', got {target!r}")
+    se = _col(rows, target + "_se")
+    return np.asarray(z * np.sqrt(se[:, None] ** 2 + se[None, :] ** 2))
 
 
 def rank_stats(
@@ -607,12 +720,15 @@ def rank_stats(
     seed: int = 0,
     noise: np.ndarray | None = None,
     min_pairs: int = 4,
+    target: str = "gap",
 ) -> RankStats:
     """Kendall's tau with the gap, granulated tau (with per-factor psi), bootstrap intervals
     (models resampled within each setting), and the coupled-pair sign errors (pairs within one
     task differing in one factor, pairs within Monte-Carlo noise left out), average and worst
     over the environments ``task/factor`` with at least ``min_pairs`` kept pairs. Models where
-    ``measure`` is ``nan`` are left out."""
+    ``measure`` is ``nan`` are left out. ``target`` is the measured quantity the measure is
+    compared with: the 0-1 ``gap`` (classification), or the ``excess`` risk (``excess_mse``)
+    of the teacher-student regression task, never across kinds."""
     from genbounds.stats import (
         bootstrap_interval,
         coupled_pairs,
@@ -626,7 +742,9 @@ def rank_stats(
     if keep.size < 3:
         raise ValueError(f"measure is finite on {keep.size} models; at least 3 are needed")
     R = [rows[int(i)] for i in keep]
-    mv, g = m[keep], _col(R, "gap")
+    if target not in ("gap", "excess", "excess_mse"):
+        raise ValueError(f"target must be 'gap', 'excess' or 'excess_mse', got {target!r}")
+    mv, g = m[keep], _col(R, target)
     fac = {f: _col(R, f) for f in ("task", *FACTORS)}
     strata = setting_ids(R)
 
@@ -640,7 +758,8 @@ def rank_stats(
     gt = granulated_tau(mv, g, fac)
     tci = bootstrap_interval(tau_of, len(R), n_boot=n_boot, seed=seed, strata=strata)
     pci = bootstrap_interval(Psi_of, len(R), n_boot=n_boot, seed=seed, strata=strata)
-    nz = noise_matrix(R) if noise is None else np.asarray(noise)[np.ix_(keep, keep)]
+    nz = (noise_matrix(R, target=target) if noise is None
+          else np.asarray(noise)[np.ix_(keep, keep)])
     tasks = np.array([TASKS[int(t)] for t in fac["task"]], dtype=object)
     pairs = coupled_pairs(mv, g, {f: fac[f] for f in FACTORS}, group=tasks, noise=nz)
     avg, worst, per = robust_sign_error(pairs, min_pairs=min_pairs)
