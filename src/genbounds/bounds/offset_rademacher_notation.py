@@ -71,7 +71,7 @@ def li_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[st
         raise NotApplicable(
             f"needs a known regression function f* (a teacher) to define the excess risk; "
             f"task {context.get('task')!r} has none")
-    _check_statement(bound, context)
+    _check_statement(bound, row, context)
     out: dict[str, Any] = {}
     missing = []
     norms = "spectral." if "r_QK" in bound.needs else "l11."
@@ -88,12 +88,16 @@ def li_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[st
     return out
 
 
-def _check_statement(bound: Bound, context: Mapping[str, Any]) -> None:
+def _check_statement(bound: Bound, row: Mapping[str, Any], context: Mapping[str, Any]) -> None:
     """Refuse, with the reason, a statement whose own setting is not the model's (module
     docstring)."""
     needs = set(bound.needs)
     if "offset_complexity" in needs:
-        return  # read from li.offset_complexity if stored, else reported missing
+        if PREFIX + "offset_complexity" not in row:
+            raise NotApplicable(
+                f"needs the offset Rademacher complexity of the class at this n "
+                f"({PREFIX}offset_complexity), which is not estimated per model")
+        return
     if "log_covering" in needs:
         raise NotApplicable(
             "the cover corollaries have no noise term: for the squared loss with Gaussian noise "
