@@ -122,3 +122,13 @@ def test_li_bounds_apply_to_the_students_and_rank_against_the_excess_risk(
         cmp.rank_stats(ts_rows, exc, n_boot=20, target="test_loss")
     with pytest.raises(ValueError, match="target"):
         cmp.noise_matrix(ts_rows, target="mse")
+
+
+def test_teacher_student_unit_follows_chapter_4s_presets() -> None:
+    from genbounds.experiments.offset_rademacher import OffsetRademacherConfig
+
+    q, p = OffsetRademacherConfig.quick(), OffsetRademacherConfig.paper()
+    assert cmp.teacher_student_unit(_ts()).lr_decay == q.lr_decay
+    assert cmp.teacher_student_unit(_ts(epochs=p.steps)).lr_decay == p.lr_decay
+    u = cmp.teacher_student_unit(_ts())
+    assert (u.noise_std, u.init_perturbation) == (q.noise_std, q.init_perturbation)

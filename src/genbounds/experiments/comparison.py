@@ -458,19 +458,22 @@ def teacher_student_unit(setting: Setting) -> Any:
     """Chapter 4's unit (:class:`genbounds.experiments.offset_rademacher.StudentUnit`, study
     ``rates``) for a ``teacher_student`` setting: its ``n``, heads, ``d``, ``T``, rank
     ``k = width`` of teacher and student, Adam steps (``epochs``), learning rate, seeds, test
-    size and root seed; noise, learning-rate decay and warm-start perturbation from chapter 4's
-    quick preset (``noise_std`` 0.5, decay 0.995 per step, perturbation 0.1)."""
+    size and root seed; noise and warm-start perturbation from chapter 4's presets (``noise_std``
+    0.5, perturbation 0.1, the same in both), and its learning-rate decay per step: the paper
+    preset's (0.999) when ``epochs`` reaches its step count (2,000), else the quick preset's
+    (0.995)."""
     from genbounds.experiments.offset_rademacher import OffsetRademacherConfig, StudentUnit
 
     if setting.task != "teacher_student":
         raise ValueError(f"setting.task must be 'teacher_student', got {setting.task!r}")
-    c = OffsetRademacherConfig.quick()
+    c, cp = OffsetRademacherConfig.quick(), OffsetRademacherConfig.paper()
+    decay = cp.lr_decay if setting.epochs >= cp.steps else c.lr_decay
     return StudentUnit(
         study="rates", arch="single" if setting.heads == 1 else "multi", n=setting.n,
         heads=setting.heads, layers=1, d=setting.d, k=setting.width, T=setting.T,
         teacher_rank=setting.width, student_rank=setting.width, df=0.0, arm="squared",
         noise_std=c.noise_std, seeds=setting.seeds, steps=setting.epochs, lr=setting.lr,
-        lr_decay=c.lr_decay, init_perturbation=c.init_perturbation, n_test=setting.n_test,
+        lr_decay=decay, init_perturbation=c.init_perturbation, n_test=setting.n_test,
         huber_delta=c.huber_delta, seed=setting.root_seed, device=setting.device)
 
 
