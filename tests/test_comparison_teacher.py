@@ -94,8 +94,7 @@ def test_teacher_student_rows_store_the_excess_risk_and_li_columns(
         assert r["li.B"] == r["B_target"] and r["li.kappa"] == cmp.LI_KAPPA
         assert r["li.l11.B_c"] >= r["li.spectral.B_c"] > 0  # l_{1,1} >= spectral
         assert "gap" not in r  # no 0-1 gap: another kind of measured quantity
-    ctx = cmp._context(ts_rows[0])  # noqa: SLF001 (the context the adapters see)
-    assert ctx["loss"] == "mse" and ctx["teacher"] is True
+    assert cmp.TASK_LOSS["teacher_student"] == "mse"  # the loss the adapters are told
 
 
 def test_li_bounds_apply_to_the_students_and_rank_against_the_excess_risk(
