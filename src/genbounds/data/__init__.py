@@ -20,6 +20,7 @@ same arguments give the same data on every machine.
 
 Modules, one per family:
 
+- :mod:`genbounds.data.base`             what every family shares (read-only arrays)
 - :mod:`genbounds.data.sparse_majority`  sparse majority (Trauger & Tewari 2024)
 - :mod:`genbounds.data.mnist`            MNIST 0 vs 1 as patch tokens; the Fashion-MNIST stand-in
 - :mod:`genbounds.data.teacher_student`  teacher–student regression, truncation

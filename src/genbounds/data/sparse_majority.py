@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from genbounds.data.base import readonly
 from genbounds.validation import check_float_dtype, check_int
 
 __all__ = [
@@ -24,10 +25,6 @@ __all__ = [
     "make_sparse_majority_batch",
 ]
 
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,13 +370,13 @@ def make_sparse_majority(
     bits_train = rng.integers(0, 2, size=(n_train, T), dtype=np.int64)
     bits_val = rng.integers(0, 2, size=(n_val, T), dtype=np.int64)
     return SparseMajorityData(
-        bits_train=_readonly(bits_train),
-        y_train=_readonly(sparse_majority_labels(bits_train, subset)),
-        bits_val=_readonly(bits_val),
-        y_val=_readonly(sparse_majority_labels(bits_val, subset)),
-        subset=_readonly(subset),
-        embeddings=_readonly(embeddings),
-        positional=_readonly(sinusoidal_positional_encoding(T + 1, d)),
+        bits_train=readonly(bits_train),
+        y_train=readonly(sparse_majority_labels(bits_train, subset)),
+        bits_val=readonly(bits_val),
+        y_val=readonly(sparse_majority_labels(bits_val, subset)),
+        subset=readonly(subset),
+        embeddings=readonly(embeddings),
+        positional=readonly(sinusoidal_positional_encoding(T + 1, d)),
         seed=seed,
     )
 

@@ -11,6 +11,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from genbounds.data.base import readonly
 from genbounds.validation import check_int
 
 __all__ = [
@@ -21,10 +22,6 @@ __all__ = [
     "truncate",
 ]
 
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,7 +193,7 @@ def teacher_student(
 
     if teacher is None:
         w = np.random.default_rng(teacher_ss).standard_normal(shape[1:])
-        teacher = LinearTeacher(weight=_readonly(w / np.linalg.norm(w)))
+        teacher = LinearTeacher(weight=readonly(w / np.linalg.norm(w)))
     y_clean = np.asarray(teacher(X), dtype=np.float64)
     if y_clean.shape != (n,):
         raise ValueError(f"teacher must return an array of shape ({n},); got {y_clean.shape}")
@@ -205,9 +202,9 @@ def teacher_student(
     noise = np.random.default_rng(noise_ss).standard_normal(n) * noise_std
     law = _DIST_DESCRIPTIONS[dist_key].format(df=df)
     return TeacherStudentData(
-        X=_readonly(X),
-        y=_readonly(y_clean + noise),
-        y_clean=_readonly(y_clean),
+        X=readonly(X),
+        y=readonly(y_clean + noise),
+        y_clean=readonly(y_clean),
         teacher=teacher,
         dist=dist_key,
         law=law,
