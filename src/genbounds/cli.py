@@ -61,13 +61,9 @@ def _cmd_experiments(args: argparse.Namespace) -> int:
 def describe_estimate(e: Any, cfg: Any) -> str:
     """The experiment's own estimate, else the measured-rate model of :mod:`genbounds.estimates`
     (when that module knows the experiment), else ``"no estimate"``."""
-    if e.estimate is not None:
-        return str(e.estimate(cfg).describe())
-    try:
-        from genbounds import estimates  # type: ignore[attr-defined]
-    except ImportError:
-        return "no estimate"
-    est = estimates.estimate(e.name, cfg)
+    from genbounds import estimates
+
+    est = e.estimate(cfg) if e.estimate is not None else estimates.estimate(e.name, cfg)
     return "no estimate" if est is None else str(est.describe())
 
 

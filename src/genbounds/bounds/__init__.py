@@ -22,8 +22,9 @@ Importing this package registers every bound: ``registered()`` lists them, and
 
 from __future__ import annotations
 
-# each paper's adapter from stored norm tables to its bounds' inputs (registers its quantities)
-from genbounds.bounds import (  # noqa: E402, I001
+# every paper's bounds, and its adapter from stored norm tables to their inputs (``*_notation``:
+# registers the paper's quantities), are registered by importing them here
+from genbounds.bounds import (
     baselines,
     effective_rank,
     effective_rank_notation,
