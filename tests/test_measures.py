@@ -1,4 +1,4 @@
-"""Generalization measures (genbounds.measures): definitions by hand, the sigma search."""
+"""Generalization measures (genbounds.bounds.measures): definitions by hand, the sigma search."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from genbounds import measures as ms
+from genbounds.bounds import measures as ms
 from genbounds.bounds.registry import BoundKind, BoundValue, get, quantities_adapter
 
 

@@ -15,6 +15,8 @@
   rank-based, truncation), printed and audited
 - :mod:`genbounds.bounds.effective_rank`           Dhingra (2025): the effective-rank capacity
   bound of Theorem 1, printed and audited (what the proof actually proves)
+- :mod:`genbounds.bounds.measures`                 the generalization measures of Jiang et al.
+  (2020) compared in the comparison chapter (kind ``MEASURE``: not bounds)
 
 Importing this package registers every bound: ``registered()`` lists them, and
 ``python -m genbounds bounds`` prints one per line.
@@ -28,6 +30,7 @@ from genbounds.bounds import (
     baselines,
     effective_rank,
     effective_rank_notation,
+    measures,
     offset_rademacher,
     offset_rademacher_notation,
     shallow_gd,
@@ -40,6 +43,7 @@ from genbounds.bounds.registry import (
     Bound,
     BoundKind,
     BoundValue,
+    Verdict,
     get,
     register,
     registered,
@@ -50,9 +54,11 @@ __all__ = [
     "Bound",
     "BoundKind",
     "BoundValue",
+    "Verdict",
     "baselines",
     "effective_rank",
     "effective_rank_notation",
+    "measures",
     "offset_rademacher",
     "offset_rademacher_notation",
     "get",

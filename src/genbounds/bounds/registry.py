@@ -41,6 +41,7 @@ __all__ = [
     "Form",
     "NotApplicable",
     "QuantitiesAdapter",
+    "Verdict",
     "get",
     "quantities_adapter",
     "register",
@@ -80,6 +81,25 @@ class BoundKind(enum.Enum):
                         BoundKind.TRAINING_LOSS)
 
 
+class Verdict(enum.Enum):
+    """What a chapter's proof audit found about one registered statement, in the audit's words.
+
+    Only :attr:`HOLDS` makes a number a *proved* bound: a printed statement that needs a
+    correction, whose proof does not follow, or that is false is evaluated (to show what the paper
+    would claim) but never reported as a certificate. An ``audited`` registration is the book's
+    own statement and must have the verdict :attr:`HOLDS`.
+
+    The chapter states each verdict under its audit table as one line,
+    ``**Verdict on {prf:ref}`LABEL`:** *holds*``, and ``tests/test_audit_registry.py`` checks that
+    the line and the registry agree.
+    """
+
+    HOLDS = "holds"
+    HOLDS_WITH_CORRECTION = "holds with a correction"
+    DOES_NOT_FOLLOW = "does not follow"
+    FALSE = "false"
+
+
 @dataclass(frozen=True)
 class BoundValue:
     """One evaluated bound, with everything needed to recompute it by hand.
@@ -110,6 +130,9 @@ class BoundValue:
     regime:
         Which case of the statement applied, in words (e.g. ``"closed-form delta* <= B_x"`` or
         ``"delta* > B_x: trivial cap c B_x"``); empty when the statement has one case.
+    verdict:
+        The proof audit's verdict on the registered statement (set by :meth:`Bound.evaluate`;
+        ``None`` for a measure or a value computed outside the registry).
     """
 
     value: float
@@ -122,6 +145,13 @@ class BoundValue:
     assumptions: tuple[str, ...] = ()
     valid: bool = True
     regime: str = ""
+    verdict: Verdict | None = None
+
+    @property
+    def proved(self) -> bool:
+        """True when this number is a bound the book proves: the statement's audit verdict is
+        *holds* and the inputs are in the range where it applies (``valid``)."""
+        return self.valid and self.verdict is Verdict.HOLDS
 
     def __post_init__(self) -> None:
         v = float(self.value)
@@ -151,6 +181,8 @@ class BoundValue:
         object.__setattr__(self, "choices", dict(self.choices))
         if not isinstance(self.valid, bool):
             raise ValueError(f"valid must be a bool, got {self.valid!r}")
+        if self.verdict is not None and not isinstance(self.verdict, Verdict):
+            raise ValueError(f"verdict must be a Verdict or None, got {self.verdict!r}")
         object.__setattr__(self, "assumptions", tuple(str(a) for a in self.assumptions))
 
     def is_vacuous(self, loss_range: float) -> bool:
@@ -210,6 +242,16 @@ class Bound:
         The model families (``ModelView.family`` names) the statement is about, or ``None``
         (the default) when the registration does not restrict it; the comparison chapter
         reports a bound whose set excludes a model's family as "not applicable" with the reason.
+    verdict:
+        The chapter's proof-audit verdict on this statement in this form (:class:`Verdict`);
+        ``None`` only for a generalization measure (kind ``MEASURE``). An ``audited`` form must
+        be :attr:`Verdict.HOLDS`.
+    audit:
+        The ``prf`` label of the chapter's statement whose audit decides the verdict (the
+        chapter has the line ``**Verdict on {prf:ref}`LABEL`:** *...*``).
+    counterexample:
+        For :attr:`Verdict.FALSE`: the instance that refutes the statement, in words (and
+        where the chapter computes it).
     """
 
     key: str
@@ -223,10 +265,28 @@ class Bound:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     applies_to: frozenset[str] | None = None
+    verdict: Verdict | None = None
+    audit: str = ""
+    counterexample: str = ""
+
+    @property
+    def proved(self) -> bool:
+        """True when the audit says the statement, in this form, holds."""
+        return self.verdict is Verdict.HOLDS
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
             raise ValueError("key must be a non-empty string")
+        if self.verdict is not None and not isinstance(self.verdict, Verdict):
+            raise ValueError(f"verdict must be a Verdict or None, got {self.verdict!r}")
+        if self.kind is BoundKind.MEASURE and self.verdict is not None:
+            raise ValueError(f"{self.key}: a generalization measure bounds nothing and has no "
+                             "verdict")
+        if self.form == "audited" and self.verdict not in (None, Verdict.HOLDS):
+            raise ValueError(f"{self.key}: an audited form is the book's own statement and must "
+                             f"hold, got verdict {self.verdict.value if self.verdict else None!r}")
+        if self.verdict is Verdict.FALSE and not self.counterexample:
+            raise ValueError(f"{self.key}: verdict FALSE needs a counterexample")
         if self.applies_to is not None:
             fams = frozenset(self.applies_to)
             if not fams or not all(isinstance(f, str) and f for f in fams):
@@ -259,7 +319,7 @@ class Bound:
         if out.kind is not self.kind:
             raise RuntimeError(f"bound {self.key!r} is registered as {self.kind} but returned "
                                f"{out.kind}")
-        return replace(out, choices={**out.choices, "form": self.form})
+        return replace(out, choices={**out.choices, "form": self.form}, verdict=self.verdict)
 
 
 def _scalar(value: Any, name: str) -> Any:
@@ -290,10 +350,9 @@ def registered(*, paper: str | None = None, kind: BoundKind | None = None,
                form: Form | None = None) -> list[Bound]:
     """Every registered bound (all papers), optionally filtered, in registration order.
 
-    Includes the generalization measures of :mod:`genbounds.measures` (kind ``MEASURE``).
+    Includes the generalization measures of :mod:`genbounds.bounds.measures` (kind ``MEASURE``).
     """
-    import genbounds.bounds  # noqa: F401  (importing the package registers every paper)
-    import genbounds.measures  # noqa: F401  (the measures of the comparison chapter)
+    import genbounds.bounds  # noqa: F401  (importing the package registers every paper and measure)
 
     out: Iterable[Bound] = _REGISTRY.values()
     if paper is not None:
@@ -308,7 +367,6 @@ def registered(*, paper: str | None = None, kind: BoundKind | None = None,
 def get(key: str) -> Bound:
     """The registered bound with this key (``ValueError`` listing close keys if absent)."""
     import genbounds.bounds  # noqa: F401
-    import genbounds.measures  # noqa: F401
 
     if key not in _REGISTRY:
         near = [k for k in _REGISTRY if key.split(".")[0] in k][:10]

@@ -49,7 +49,7 @@ estimated on ``n_test`` held-out samples), ``train_loss``, ``test_loss``, ``n_te
 table :func:`genbounds.norms.norm_table` of its view with initial weights (and, for one-layer
 models, the Trauger--Tewari norms of the weights read in their notation under ``tt.``: see
 :func:`edelman_tt_norms`), the token bounds ``B_x_l1``, ``B_x_l2`` (sup over the input space),
-the two sigma searches of :func:`genbounds.measures.pacbayes_sigma`
+the two sigma searches of :func:`genbounds.bounds.measures.pacbayes_sigma`
 (``pacbayes.sigma``, ``pacbayes.mag_sigma``) with ``pacbayes.mag_logsum``, its ``family`` (code
 in :data:`FAMILIES`), and the inputs of the other papers' bounds: for Edelman models Dhingra's
 attention quantities (:func:`genbounds.bounds.effective_rank_notation.dhingra_columns`,
@@ -78,6 +78,7 @@ import numpy as np
 import torch
 
 from genbounds.bounds.effective_rank_notation import dhingra_columns
+from genbounds.bounds.measures import pacbayes_mag_logsum, pacbayes_sigma
 from genbounds.bounds.registry import (
     Bound,
     BoundValue,
@@ -88,7 +89,6 @@ from genbounds.bounds.registry import (
 from genbounds.bounds.shallow_gd_notation import shallow_columns
 from genbounds.data import load_mnist01, make_sparse_majority
 from genbounds.experiments.registry import Experiment, register_experiment
-from genbounds.measures import pacbayes_mag_logsum, pacbayes_sigma
 from genbounds.models.edelman import EdelmanTransformer
 from genbounds.models.shallow_encoder import ShallowEncoder
 from genbounds.models.view import ModelView
@@ -550,14 +550,14 @@ def _context(row: Mapping[str, float]) -> dict[str, Any]:
 
 
 def import_bound_modules() -> list[str]:
-    """Import every module of :mod:`genbounds.bounds` (and :mod:`genbounds.measures`) so that
+    """Import every module of :mod:`genbounds.bounds` (and :mod:`genbounds.bounds.measures`) so that
     every chapter's bounds are registered, whether or not ``bounds/__init__.py`` imports it
     yet; returns the modules' names (found on disk now, not listed by hand)."""
     import importlib
     import pkgutil
 
     import genbounds.bounds
-    import genbounds.measures  # noqa: F401  (registers the measures)
+    import genbounds.bounds.measures  # noqa: F401  (registers the measures)
 
     names = []
     for info in pkgutil.iter_modules(genbounds.bounds.__path__):
@@ -652,7 +652,7 @@ EXPERIMENT = register_experiment(Experiment(
           "genbounds.bounds.shallow_gd_notation", "genbounds.bounds.offset_rademacher",
           "genbounds.bounds.offset_rademacher_notation",
           "genbounds.experiments.offset_rademacher", "genbounds.models.li_transformer",
-          "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.measures",
+          "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.bounds.measures",
           "genbounds.experiments.comparison"),
 ))
 
