@@ -20,24 +20,29 @@ and ``python -m genbounds experiments`` lists it, ``python -m genbounds reproduc
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from genbounds.results import ResultStore, StoredResult, run_sweep
+from genbounds.results import ResultStore, StaleResultWarning, StoredResult, run_sweep
 from genbounds.scale import SCALES, get_scale
 
 __all__ = [
     "Estimate",
     "Experiment",
     "concatenate",
+    "StoredUnits",
     "get_experiment",
     "load_or_run",
+    "load_stored",
     "register_experiment",
     "registered_experiments",
     "reproduce",
+    "stored_units",
 ]
 
 
@@ -209,3 +214,120 @@ def load_or_run(
     parts = reproduce(exp, scale, config=config, store=store, progress=progress,
                       on_code_change="recompute")
     return concatenate(parts), parts
+
+
+@dataclass(frozen=True)
+class StoredUnits:
+    """What the store holds of one experiment at one scale (read only, nothing computed).
+
+    Attributes
+    ----------
+    experiment, scale:
+        Which experiment and preset.
+    units:
+        Every unit config of the preset, in order.
+    results:
+        For each unit, its :class:`~genbounds.results.StoredResult` or ``None`` when it is not
+        stored. Each result carries its provenance (``device``, ``created_utc``,
+        ``wall_time_s``, ``provenance.git_commit``, ``provenance.package_version``) and
+        ``stale``: True when the code it depends on changed since it was computed.
+    checkpoints:
+        For each unit, its checkpoint file when a run stopped by a time budget left one (the
+        unit is *in progress*), else ``None``.
+    """
+
+    experiment: str
+    scale: str
+    units: tuple[Any, ...]
+    results: tuple[StoredResult | None, ...]
+    checkpoints: tuple[Path | None, ...]
+
+    @property
+    def present(self) -> list[StoredResult]:
+        """The stored results, in unit order."""
+        return [r for r in self.results if r is not None]
+
+    @property
+    def missing(self) -> list[Any]:
+        """The unit configs without a stored result (in progress ones included)."""
+        return [u for u, r in zip(self.units, self.results, strict=True) if r is None]
+
+    @property
+    def in_progress(self) -> list[Any]:
+        """The unit configs without a result but with a checkpoint of an interrupted run."""
+        return [u for u, r, c in zip(self.units, self.results, self.checkpoints, strict=True)
+                if r is None and c is not None]
+
+    @property
+    def complete(self) -> bool:
+        """Whether every unit is stored."""
+        return all(r is not None for r in self.results)
+
+    @property
+    def stale(self) -> bool:
+        """Whether any stored unit was computed by code that has changed since."""
+        return any(r.stale for r in self.present)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The stored units' arrays concatenated (only the present ones; ``ValueError`` if none)."""
+        if not self.present:
+            raise ValueError(f"no unit of {self.experiment!r} is stored at scale {self.scale}")
+        return concatenate(self.present)
+
+
+def _scale_of(scale: Any) -> str:
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return str(scale)
+
+
+def stored_units(
+    exp: Experiment | str,
+    scale: str = "paper",
+    *,
+    config: Any = None,
+    store: ResultStore | None = None,
+    warn: bool = True,
+) -> StoredUnits:
+    """Every unit of ``exp`` at ``scale`` that the store holds, and the ones it lacks.
+
+    Never computes and never writes. A stored unit made by code that changed since is returned
+    with ``stale=True`` (and a :class:`~genbounds.results.StaleResultWarning` unless
+    ``warn=False``); a damaged one raises :class:`~genbounds.results.DamagedResultError`.
+    ``config`` overrides the preset; ``store`` defaults to the book's store, namespace ``scale``.
+    """
+    e = get_experiment(exp) if isinstance(exp, str) else exp
+    scale = _scale_of(scale)
+    cfg = _config(e, scale, config)
+    units = tuple(e.units(cfg))
+    if store is None:
+        store = ResultStore(namespace=scale)
+    with warnings.catch_warnings():
+        if not warn:
+            warnings.simplefilter("ignore", StaleResultWarning)
+        results = tuple(store.load(u, on_code_change="warn", code_modules=e.code)
+                        for u in units)
+    checkpoints = tuple(store.unit(u).checkpoint if store.unit(u).checkpoint.is_file()
+                        else None for u in units)
+    return StoredUnits(e.name, scale, units, results, checkpoints)
+
+
+def load_stored(
+    exp: Experiment | str,
+    scale: str = "paper",
+    *,
+    config: Any = None,
+    store: ResultStore | None = None,
+    warn: bool = True,
+) -> tuple[dict[str, np.ndarray], list[StoredResult]] | None:
+    """The stored result of ``exp`` at ``scale`` if every unit is stored, else ``None``.
+
+    Read only: never computes (for a chapter that shows paper-scale results beside its quick
+    ones). Returns ``(arrays, parts)`` like :func:`load_or_run`, the parts carrying provenance
+    (``device``, ``created_utc``, ``wall_time_s``, ``stale``); ``None`` when any unit is
+    missing (use :func:`stored_units` for the partial set).
+    """
+    found = stored_units(exp, scale, config=config, store=store, warn=warn)
+    if not found.complete:
+        return None
+    return concatenate(found.present), found.present

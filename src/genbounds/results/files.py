@@ -34,6 +34,7 @@ from genbounds.results.keys import record_hash
 from genbounds.results.provenance import PACKAGE_DIR, Provenance
 
 __all__ = [
+    "CHECKPOINT_DIR",
     "DAMAGED_DIR",
     "FORMAT",
     "LOCK_DIR",
@@ -48,6 +49,9 @@ __all__ = [
 FORMAT = 2
 """Version of the record layout: 2 adds ``meta_sha256`` and ``provenance.code_modules``."""
 LOCK_DIR = ".locks"
+CHECKPOINT_DIR = ".checkpoints"
+"""``<root>/.checkpoints/<namespace>/<ConfigClass>/<key>.pt``: the partial state of a unit that
+a time budget stopped (:mod:`genbounds.train.checkpoint`); never a result, never committed."""
 DAMAGED_DIR = "_damaged"
 _REQUIRED: dict[str, type] = {
     "key": str, "config_class": str, "protocol_version": int, "config": dict, "scalars": dict,
@@ -66,7 +70,7 @@ def default_results_dir() -> Path:
     return Path.home() / ".cache" / "genbounds" / "results"
 
 
-def _ignore_dir(directory: Path) -> None:
+def ignore_dir(directory: Path) -> None:
     """Create ``directory`` holding a ``.gitignore`` of ``*`` (never committed, like caches)."""
     if not directory.exists():
         directory.mkdir(parents=True, exist_ok=True)
@@ -98,6 +102,12 @@ class Unit:
     def lock_path(self) -> Path:
         return self.root / LOCK_DIR / self.namespace / self.config_class / f"{self.key}.lock"
 
+    @property
+    def checkpoint(self) -> Path:
+        """Where a unit stopped by its time budget keeps its partial state."""
+        return (self.root / CHECKPOINT_DIR / self.namespace / self.config_class
+                / f"{self.key}.pt")
+
     def temporaries(self) -> list[Path]:
         """Temporary files of writes of this unit (a live writer's, or a killed writer's)."""
         if not self.folder.is_dir():
@@ -110,7 +120,7 @@ class Unit:
 
     def lock(self) -> FileLock:
         """The unit's lock, one object per path and process (re-entrant in one thread)."""
-        _ignore_dir(self.root / LOCK_DIR)
+        ignore_dir(self.root / LOCK_DIR)
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         return FileLock(self.lock_path, is_singleton=True)
 

@@ -19,7 +19,13 @@ from filelock import Timeout
 
 from genbounds.results import files
 from genbounds.results.errors import DamagedResultError, StaleResultError, StaleResultWarning
-from genbounds.results.files import DAMAGED_DIR, LOCK_DIR, Unit, default_results_dir
+from genbounds.results.files import (
+    CHECKPOINT_DIR,
+    DAMAGED_DIR,
+    LOCK_DIR,
+    Unit,
+    default_results_dir,
+)
 from genbounds.results.keys import config_hash, config_to_dict
 from genbounds.results.provenance import (
     Provenance,
@@ -49,12 +55,30 @@ class StoredResult:
     path: Path
     fresh: bool = field(default=False)
     """True when computed in this call, False when loaded from the store."""
+    stale: bool = field(default=False)
+    """True when loaded although the code it depends on changed since it was computed (its
+    code fingerprint differs from the running code's): shown, never silently."""
+
+    @property
+    def device(self) -> str:
+        """The device it was computed on."""
+        return self.provenance.device
+
+    @property
+    def created_utc(self) -> str:
+        """When it was computed (UTC, ISO 8601)."""
+        return self.provenance.created_utc
+
+    @property
+    def wall_time_s(self) -> float:
+        """How long computing it took (seconds)."""
+        return self.provenance.wall_time_s
 
     def describe(self) -> str:
         """One line saying what this result is and where it came from (for captions)."""
         p = self.provenance
         origin = "computed in this run" if self.fresh else f"loaded from {self.path.name}"
-        code = "same code" if p.is_same_code() else "DIFFERENT code"
+        code = "same code" if not self.stale and p.is_same_code() else "DIFFERENT code"
         commit = p.git_commit[:10] + ("+dirty" if p.git_dirty else "")
         return (
             f"{origin}: {p.created_utc}, {p.device}, {p.wall_time_s:.1f} s wall, "
@@ -136,7 +160,7 @@ class ResultStore:
         self.root = Path(root) if root is not None else default_results_dir()
         self.namespace = namespace if namespace is not None else get_scale()
         if (not self.namespace or "/" in self.namespace or self.namespace.startswith(".")
-                or self.namespace in (DAMAGED_DIR, LOCK_DIR)):
+                or self.namespace in (DAMAGED_DIR, LOCK_DIR, CHECKPOINT_DIR)):
             raise ValueError(f"namespace must be a plain directory name, got {self.namespace!r}")
         if not isinstance(recompute_damaged, bool):
             raise ValueError(f"recompute_damaged must be a bool, got {recompute_damaged!r}")
@@ -158,6 +182,19 @@ class ResultStore:
             return normalize_code_modules(code_modules)
         declared = getattr(type(config), "CODE_MODULES", None)
         return normalize_code_modules(declared, f"{type(config).__name__}.CODE_MODULES")
+
+    def checkpoint_path(self, config: Any) -> Path:
+        """Where ``config``'s unit keeps its partial state when a time budget stops it.
+
+        ``<root>/.checkpoints/<namespace>/<ConfigClass>/<key>.pt``; the directory ignores
+        itself in git (a ``.gitignore`` of ``*``) and ``store check`` never reads it as a result.
+        """
+        files.ignore_dir(self.root / CHECKPOINT_DIR)
+        return self.unit(config).checkpoint
+
+    def in_progress(self, config: Any) -> bool:
+        """Whether ``config``'s unit has a checkpoint of an interrupted run (and no result)."""
+        return self.unit(config).checkpoint.is_file() and not self.has(config)
 
     def has(self, config: Any) -> bool:
         """Whether a result for ``config`` is committed (its JSON exists; not verified)."""
@@ -230,6 +267,8 @@ class ResultStore:
             if on_code_change == "recompute":
                 return None
             warnings.warn(message, StaleResultWarning, stacklevel=3)
+            return StoredResult(unit.key, record.meta["config"], record.arrays,
+                                record.meta["scalars"], p, unit.json, stale=True)
         return StoredResult(unit.key, record.meta["config"], record.arrays,
                             record.meta["scalars"], p, unit.json)
 
