@@ -133,15 +133,32 @@ def test_write_colab_notebooks(book: Path, tmp_path: Path) -> None:
 
 
 def test_repository_source_from_the_actions_environment() -> None:
-    env = {"GITHUB_REPOSITORY": "alice/book", "GITHUB_SHA": "0123abc"}
-    assert colab.repository_source(env) == "git+https://github.com/alice/book.git@0123abc"
+    sha = "0123abcd" * 5
+    env = {"GITHUB_REPOSITORY": "alice/book", "GITHUB_SHA": sha}
+    assert colab.repository_source(env) == f"git+https://github.com/alice/book.git@{sha}"
+    assert colab.repository_constraints(env) == (
+        f"https://github.com/alice/book/raw/{sha}/requirements.txt")
     env["GITHUB_SERVER_URL"] = "https://ghe.example.org/"
-    assert colab.repository_source(env) == "git+https://ghe.example.org/alice/book.git@0123abc"
-    assert colab.repository_source({"GITHUB_REPOSITORY": "alice/book"}).endswith("@main")
-    assert colab.repository_source({}) is None
+    assert colab.repository_source(env) == f"git+https://ghe.example.org/alice/book.git@{sha}"
+    assert colab.repository_source({}) is None and colab.repository_constraints({}) is None
     for bad in ("alice", "a/b/c", "alice/bo ok"):
         with pytest.raises(ValueError, match="GITHUB_REPOSITORY"):
-            colab.repository_source({"GITHUB_REPOSITORY": bad})
+            colab.repository_source({"GITHUB_REPOSITORY": bad, "GITHUB_SHA": sha})
+
+
+@pytest.mark.parametrize("sha", ["", "main", "0123abc", "0123ABCD" * 5])
+def test_never_a_branch_or_short_sha(sha: str) -> None:
+    """The notebooks install exactly the commit that built the book: no fallback to a branch."""
+    with pytest.raises(ValueError, match="GITHUB_SHA"):
+        colab.repository_source({"GITHUB_REPOSITORY": "alice/book", "GITHUB_SHA": sha})
+
+
+def test_setup_cell_pins_the_dependencies_of_its_commit() -> None:
+    cell = colab.setup_cell_source("git+https://x/y.git@" + "a" * 40,
+                                   "https://x/y/raw/" + "a" * 40 + "/requirements.txt")
+    assert '"--constraint", _constraints' in cell
+    assert "/raw/" + "a" * 40 + "/requirements.txt" in cell
+    compile(cell, "<setup>", "exec")
 
 
 def test_colab_url_points_at_the_pages_branch() -> None:

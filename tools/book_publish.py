@@ -121,8 +121,10 @@ def _write_colab_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
-    source = colab.repository_source() if _repository(app.config) else None
-    colab.write_colab_notebooks(Path(app.srcdir), outdir, source)
+    published = _repository(app.config)
+    source = colab.repository_source() if published else None
+    constraints = colab.repository_constraints() if published else None
+    colab.write_colab_notebooks(Path(app.srcdir), outdir, source, constraints=constraints)
     (outdir / ".nojekyll").touch()
 
 

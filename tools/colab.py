@@ -9,7 +9,9 @@ notebook runs in a fresh Colab runtime. Where it installs from:
   that runs the deployed notebooks uses this to install from the local clone, offline;
 - otherwise the repository the book was published from, pinned to the commit that built the book
   (``git+https://github.com/<owner>/<repo>@<sha>``), taken from the GitHub Actions environment
-  (``GITHUB_REPOSITORY``, ``GITHUB_SHA``, ``GITHUB_SERVER_URL``);
+  (``GITHUB_REPOSITORY``, ``GITHUB_SHA``, ``GITHUB_SERVER_URL``), never a branch, with its
+  dependencies constrained to that commit's ``requirements.txt`` (``GENBOUNDS_PIP_CONSTRAINTS``
+  overrides the constraints file);
 - a book built elsewhere has no repository: the cell then fails with a message saying how to
   install the package.
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -85,17 +88,44 @@ def notebook_docnames(root: Path, toc_path: Path | None = None) -> list[str]:
     return [d for d in toc_docnames(toc) if is_notebook(source_path(root, d))]
 
 
-def repository_source(env: Mapping[str, str] | None = None) -> str | None:
-    """The pip requirement that installs the package from the publishing repository, or None."""
-    env = os.environ if env is None else env
+def _publishing_commit(env: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """``(server, owner/name, sha)`` of the commit that built the book, or None outside Actions.
+
+    Never a branch: a notebook installs the package (and its pinned dependencies) of exactly the
+    commit that built it, so ``GITHUB_SHA`` must be a full commit SHA whenever
+    ``GITHUB_REPOSITORY`` is set.
+    """
     repo = env.get("GITHUB_REPOSITORY", "").strip()
     if not repo:
         return None
     if repo.count("/") != 1 or any(c.isspace() for c in repo):
         raise ValueError(f"GITHUB_REPOSITORY: expected 'owner/name', got {repo!r}")
+    sha = env.get("GITHUB_SHA", "").strip()
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        raise ValueError(f"GITHUB_SHA: expected the full 40-hex commit that built the book "
+                         f"(the notebooks never install from a branch), got {sha!r}")
     server = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
-    ref = env.get("GITHUB_SHA", "").strip() or "main"
-    return f"git+{server}/{repo}.git@{ref}"
+    return server, repo, sha
+
+
+def repository_source(env: Mapping[str, str] | None = None) -> str | None:
+    """The pip requirement that installs the package from the publishing repository at the
+    commit that built the book, or None outside GitHub Actions."""
+    commit = _publishing_commit(os.environ if env is None else env)
+    if commit is None:
+        return None
+    server, repo, sha = commit
+    return f"git+{server}/{repo}.git@{sha}"
+
+
+def repository_constraints(env: Mapping[str, str] | None = None) -> str | None:
+    """The ``requirements.txt`` of the commit that built the book (as a pip constraints file:
+    the package's dependencies are installed at exactly the versions that commit pins)."""
+    commit = _publishing_commit(os.environ if env is None else env)
+    if commit is None:
+        return None
+    server, repo, sha = commit
+    return f"{server}/{repo}/raw/{sha}/requirements.txt"
 
 
 _SETUP_CELL = """\
@@ -109,8 +139,11 @@ import sys
 
 if importlib.util.find_spec("genbounds") is None:
     _source = os.environ.get("GENBOUNDS_PIP_SOURCE", {default})
+    _constraints = os.environ.get("GENBOUNDS_PIP_CONSTRAINTS", {constraints})
 {fallback}\
     _pip = [sys.executable, "-m", "pip", "install", "--quiet", _source]
+    if _constraints:  # the dependencies at the versions pinned by the same commit
+        _pip += ["--constraint", _constraints]
     subprocess.run(_pip, check=True)
     importlib.invalidate_caches()
 import genbounds
@@ -127,14 +160,17 @@ _NO_SOURCE = """\
 """
 
 
-def setup_cell_source(default_source: str | None) -> str:
-    """Code of the first cell: install genbounds when it is not importable, then import it."""
+def setup_cell_source(default_source: str | None, constraints: str | None = None) -> str:
+    """Code of the first cell: install genbounds (with its dependencies constrained to the
+    versions of ``constraints``, a requirements file) when it is not importable, then import it."""
+    cons = json.dumps(constraints) if constraints else "None"
     if default_source is None:
-        return _SETUP_CELL.format(default="None", fallback=_NO_SOURCE)
-    return _SETUP_CELL.format(default=json.dumps(default_source), fallback="")
+        return _SETUP_CELL.format(default="None", constraints=cons, fallback=_NO_SOURCE)
+    return _SETUP_CELL.format(default=json.dumps(default_source), constraints=cons, fallback="")
 
 
-def colab_notebook(path: Path, default_source: str | None) -> nbformat.NotebookNode:
+def colab_notebook(path: Path, default_source: str | None,
+                   constraints: str | None = None) -> nbformat.NotebookNode:
     """The chapter at ``path`` as an ``.ipynb`` without outputs, with the set-up cell first."""
     nb = jupytext.read(Path(path))
     if not nb.metadata.get("kernelspec"):
@@ -151,7 +187,7 @@ def colab_notebook(path: Path, default_source: str | None) -> nbformat.NotebookN
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
-    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source))
+    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source, constraints))
     setup.metadata["tags"] = [SETUP_TAG]
     nb.cells.insert(0, setup)
     # cell ids are required by nbformat 4.5; make them stable so rebuilds are reproducible
@@ -163,12 +199,13 @@ def colab_notebook(path: Path, default_source: str | None) -> nbformat.NotebookN
 
 
 def write_colab_notebooks(
-    root: Path, outdir: Path, default_source: str | None = None, toc_path: Path | None = None
+    root: Path, outdir: Path, default_source: str | None = None, toc_path: Path | None = None,
+    constraints: str | None = None,
 ) -> list[Path]:
     """Write ``outdir/colab/<docname>.ipynb`` for every notebook chapter; return their paths."""
     written = []
     for doc in notebook_docnames(Path(root), toc_path):
-        nb = colab_notebook(source_path(Path(root), doc), default_source)
+        nb = colab_notebook(source_path(Path(root), doc), default_source, constraints)
         target = Path(outdir) / COLAB_DIR / f"{doc}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, target)
@@ -186,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="book root (with _toc.yml)")
     parser.add_argument("--outdir", type=Path, default=Path("_build/html"), help="built site")
     args = parser.parse_args(argv)
-    paths = write_colab_notebooks(args.root, args.outdir, repository_source())
+    paths = write_colab_notebooks(args.root, args.outdir, repository_source(),
+                                  constraints=repository_constraints())
     for p in paths:
         print(p)
     return 0

@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env["GENBOUNDS_PIP_SOURCE"] = str(source)
+    # the first cell installs with the pinned dependencies of this checkout, as on Colab
+    env["GENBOUNDS_PIP_CONSTRAINTS"] = str(ROOT / "requirements.txt")
     env.setdefault("GENBOUNDS_RESULTS_DIR", str(ROOT / "results"))
     cmd = [
         str(python), "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
