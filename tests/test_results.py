@@ -322,7 +322,8 @@ def test_records_from_before_code_modules_still_load(tmp_path) -> None:
     for name in ("meta_sha256", "format"):
         del meta[name]
     del meta["provenance"]["code_modules"]
-    res.path.write_text(json.dumps(meta))  # a format-1 record, as written before
+    # a record without a module list (the whole package), sealed with its checksum
+    res.path.write_text(json.dumps(results.files.seal(meta)))
     old = store.load(NoModules(3), on_code_change="error")
     assert old is not None and old.provenance.code_modules is None
     np.testing.assert_array_equal(old.arrays["x"], res.arrays["x"])

@@ -143,14 +143,29 @@ def test_record_under_another_key_is_damage(tmp_path) -> None:
     assert [d.path for d in check_store(tmp_path)] == [unit.json]
 
 
-def test_old_format_record_edited_by_hand_is_damage(tmp_path) -> None:
-    # records written before meta_sha256 existed: an edit of the config or protocol no longer
-    # hashes to the key
+def test_a_missing_record_checksum_is_damage(tmp_path) -> None:
+    # deleting meta_sha256 must not switch the record's check off (issue #17)
+    store, jobs, unit = _stored(tmp_path)
+    meta = json.loads(unit.json.read_text())
+    del meta["meta_sha256"]
+    meta["scalars"]["total"] += 1.0  # and then a hand edit goes unnoticed
+    unit.json.write_text(json.dumps(meta))
+    with pytest.raises(DamagedResultError, match="no record checksum"):
+        store.load(jobs[1])
+    assert [d.path for d in check_store(tmp_path)] == [unit.json]
+    meta["meta_sha256"] = None  # not a string either
+    unit.json.write_text(json.dumps(meta))
+    with pytest.raises(DamagedResultError, match="no record checksum"):
+        store.load(jobs[1])
+
+
+def test_a_sealed_record_edited_to_another_config_is_damage(tmp_path) -> None:
+    # resealed by hand after editing the protocol: the key no longer matches
     store, jobs, unit = _stored(tmp_path)
     meta = json.loads(unit.json.read_text())
     del meta["meta_sha256"], meta["format"]
     meta["protocol_version"] = 2
-    unit.json.write_text(json.dumps(meta))
+    unit.json.write_text(json.dumps(results.files.seal(meta)))
     with pytest.raises(DamagedResultError, match="do not hash to its key"):
         store.load(jobs[1])
 

@@ -15,13 +15,17 @@ the holder dies, SIGKILL included), from before it decides to compute until the 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
 import os
+import re
+import shlex
+import stat
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,10 +42,20 @@ __all__ = [
     "DAMAGED_DIR",
     "FORMAT",
     "LOCK_DIR",
+    "REPLACED_DIR",
+    "TEMPORARY_FILE",
+    "UNIT_FILE",
+    "WRITE_ERRORS",
     "Record",
     "Unit",
     "atomic_write",
+    "default_repair_command",
     "default_results_dir",
+    "describe_type",
+    "file_mode",
+    "ignore_dir",
+    "obstruction",
+    "read_regular",
     "read_unit",
     "seal",
 ]
@@ -49,6 +63,9 @@ __all__ = [
 FORMAT = 2
 """Version of the record layout: 2 adds ``meta_sha256`` and ``provenance.code_modules``."""
 LOCK_DIR = ".locks"
+REPLACED_DIR = "_replaced"
+"""``<root>/_replaced/<UTC time>/<namespace>/<ConfigClass>/``: results recomputed over at
+paper scale, moved aside (never overwritten); ignored by git like ``_damaged``."""
 CHECKPOINT_DIR = ".checkpoints"
 """``<root>/.checkpoints/<namespace>/<ConfigClass>/<key>.pt``: the partial state of a unit that
 a time budget stopped (:mod:`genbounds.train.checkpoint`); never a result, never committed."""
@@ -68,6 +85,40 @@ def default_results_dir() -> Path:
     if (repo / "_toc.yml").exists():
         return repo / "results"
     return Path.home() / ".cache" / "genbounds" / "results"
+
+
+def default_repair_command(root: str | Path, namespace: str | None = None) -> str:
+    """The shell command that moves a store's damaged units aside (the next run recomputes them)."""
+    scale = f" --scale {shlex.quote(namespace)}" if namespace else ""
+    return (
+        f"python -m genbounds store repair --root {shlex.quote(str(root))}{scale}"
+        "  # moves damaged files aside, then run again to recompute them"
+    )
+
+
+UNIT_FILE = re.compile(r"(?P<key>[0-9a-f]{16})\.(json|npz)")
+"""The name of a file of a committed unit."""
+TEMPORARY_FILE = re.compile(r"\.(?P<key>[0-9a-f]{16})\.(json|npz)\.[^/]+\.tmp")
+"""The name of a temporary file of a write of a unit (:func:`atomic_write`)."""
+
+
+def current_umask() -> int:
+    """The process's umask (read without changing it where ``/proc`` tells it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # pragma: no cover - systems without /proc
+    os.umask(mask)  # pragma: no cover
+    return mask  # pragma: no cover
+
+
+def file_mode() -> int:
+    """Mode of a new file of the store: ``0o666`` less the umask, as ``open`` would make it."""
+    return 0o666 & ~current_umask()
 
 
 def ignore_dir(directory: Path) -> None:
@@ -108,21 +159,46 @@ class Unit:
         return (self.root / CHECKPOINT_DIR / self.namespace / self.config_class
                 / f"{self.key}.pt")
 
+    def _folder_is_safe(self) -> bool:
+        return obstruction(self.root, self.folder / "x") is None and self.folder.is_dir()
+
     def temporaries(self) -> list[Path]:
         """Temporary files of writes of this unit (a live writer's, or a killed writer's)."""
-        if not self.folder.is_dir():
+        if not self._folder_is_safe():
             return []
-        return sorted(self.folder.glob(f".{self.key}.*.tmp"))
+        return sorted(p for p in self.folder.glob(f".{self.key}.*.tmp")
+                      if TEMPORARY_FILE.fullmatch(p.name))
 
     def existing(self) -> tuple[Path, ...]:
-        """Every file of this unit on disk: JSON, arrays, temporaries."""
-        return tuple(p for p in (self.json, self.npz) if p.exists()) + tuple(self.temporaries())
+        """Every entry of this unit on disk (whatever its type): JSON, arrays, temporaries."""
+        if not self._folder_is_safe():
+            return ()
+        return (tuple(p for p in (self.json, self.npz) if os.path.lexists(p))
+                + tuple(self.temporaries()))
 
-    def lock(self) -> FileLock:
-        """The unit's lock, one object per path and process (re-entrant in one thread)."""
-        ignore_dir(self.root / LOCK_DIR)
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        return FileLock(self.lock_path, is_singleton=True)
+    def lock(self, repair: str | None = None) -> FileLock:
+        """The unit's lock, one object per path and process (re-entrant in one thread).
+
+        Raises
+        ------
+        DamagedResultError
+            If the lock file or a directory above it is not what it should be: a symbolic link
+            (lock files are never followed), or a file where a directory is needed.
+        """
+        repair = repair or default_repair_command(self.root, self.namespace)
+        blocked = obstruction(self.root, self.lock_path)
+        if blocked is None and os.path.islink(self.lock_path):
+            blocked = (self.lock_path, "is a symbolic link; lock files are never followed")
+        if blocked is not None:
+            raise DamagedResultError(blocked[0], blocked[1], repair, (blocked[0],))
+        try:
+            ignore_dir(self.root / LOCK_DIR)
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            blocked = obstruction(self.root, self.lock_path) or (
+                self.lock_path.parent, "is not a directory")
+            raise DamagedResultError(blocked[0], blocked[1], repair, (blocked[0],)) from None
+        return FileLock(self.lock_path, is_singleton=True, mode=file_mode())
 
     @classmethod
     def of_file(cls, root: Path, path: Path) -> Unit:
@@ -135,11 +211,21 @@ class Unit:
         return cls(root, namespace, config_class, key)
 
 
+WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file-size limit was hit",
+                errno.EDQUOT: "the disk quota is exhausted"}
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that ``path`` holds its old content or all of ``data``."""
+    """Write ``data`` to ``path`` so that ``path`` holds its old content or all of ``data``.
+
+    The file gets the mode a plain ``open`` would give it (``0o666`` less the umask; the
+    temporary file :func:`tempfile.mkstemp` makes is ``0o600``), so a store written on a
+    shared filesystem is readable by whoever the umask lets read it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -191,39 +277,26 @@ def read_unit(
     """Read and verify a unit; ``None`` if it has no JSON (nothing committed).
 
     ``expected`` is ``(config_class, protocol_version, config_dict)`` of the config asked for.
+    Every file is checked to be a regular file inside the store before it is opened (a FIFO
+    would block, a directory or a link out of the store is never followed).
 
     Raises
     ------
     DamagedResultError
         Naming the file at fault, what is wrong and ``repair``, if the JSON is not valid JSON or
-        not a complete record, was altered, is stored under another key, does not match
-        ``expected``; if the arrays file is missing, does not match its checksum, or cannot be
-        read.
+        not a complete record, was altered or lacks its checksum, is stored under another key,
+        does not match ``expected``; if the arrays file is missing, does not match its checksum,
+        or cannot be read; if a file of the unit is not a regular file, cannot be read
+        (permission denied), or a directory on its path is not a directory.
     """
 
     def damaged(path: Path, problem: str) -> DamagedResultError:
         return DamagedResultError(path, problem, repair, unit.existing())
 
-    try:
-        raw = unit.json.read_bytes()
-    except FileNotFoundError:
+    raw = read_regular(unit.root, unit.json, repair, unit.existing)
+    if raw is None:
         return None
-    try:
-        meta = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise damaged(unit.json, f"is not valid JSON (truncated or corrupted: {err})") from None
-    if not isinstance(meta, dict):
-        raise damaged(unit.json, "is valid JSON but not a result record (not an object)")
-    for name, kind in _REQUIRED.items():
-        value = meta.get(name)
-        if not isinstance(value, kind) or isinstance(value, bool):  # no field is a bool
-            raise damaged(unit.json, f"is not a complete result record: field {name!r} is "
-                                     f"missing or not a {kind.__name__}")
-    if "meta_sha256" in meta and (
-        hashlib.sha256(_canonical(meta)).hexdigest() != meta["meta_sha256"]
-    ):
-        raise damaged(unit.json, "was altered after it was written (its content does not match "
-                                 "the checksum it records)")
+    meta = _parse_record(unit, raw, damaged)
     try:
         provenance = Provenance.from_record(meta["provenance"])
     except (ValueError, TypeError) as err:
@@ -239,11 +312,10 @@ def read_unit(
         raise damaged(unit.json, (
             f"does not match the requested config (stored {meta['config_class']} protocol "
             f"{meta['protocol_version']}, wanted {expected[0]} protocol {expected[1]})"))
-    try:
-        npz_bytes = unit.npz.read_bytes()
-    except FileNotFoundError:
+    npz_bytes = read_regular(unit.root, unit.npz, repair, unit.existing)
+    if npz_bytes is None:
         raise damaged(unit.json, f"its arrays file {unit.npz.name} is missing "
-                                 "(one file of the pair)") from None
+                                 "(one file of the pair)")
     if hashlib.sha256(npz_bytes).hexdigest() != meta["npz_sha256"]:
         raise damaged(unit.npz, "does not match the checksum recorded in its JSON "
                                 f"{unit.json.name} (truncated or altered)")
@@ -256,3 +328,134 @@ def read_unit(
         raise damaged(unit.npz, f"holds arrays {sorted(arrays)}, its JSON lists "
                                 f"{sorted(meta['arrays'])}")
     return Record(meta, arrays, provenance)
+
+
+def _parse_record(unit: Unit, raw: bytes,
+                  damaged: Callable[[Path, str], DamagedResultError]) -> dict[str, Any]:
+    """The JSON record, checked to be complete and to match its own checksum."""
+    try:
+        meta = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise damaged(unit.json, f"is not valid JSON (truncated or corrupted: {err})") from None
+    except RecursionError:
+        raise damaged(unit.json, "is not a result record: JSON nested too deeply to read"
+                      ) from None
+    except ValueError as err:  # e.g. an integer of thousands of digits
+        raise damaged(unit.json, f"is not a result record: a value cannot be read ({err})"
+                      ) from None
+    if not isinstance(meta, dict):
+        raise damaged(unit.json, "is valid JSON but not a result record (not an object)")
+    for name, kind in _REQUIRED.items():
+        value = meta.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):  # no field is a bool
+            raise damaged(unit.json, f"is not a complete result record: field {name!r} is "
+                                     f"missing or not a {kind.__name__}")
+    if not isinstance(meta.get("meta_sha256"), str):
+        raise damaged(unit.json, "has no record checksum (field 'meta_sha256' is missing or "
+                                 "not a string): it cannot be verified")
+    try:
+        body = _canonical(meta)
+    except (ValueError, RecursionError) as err:
+        raise damaged(unit.json, f"is not a result record ({err})") from None
+    if hashlib.sha256(body).hexdigest() != meta["meta_sha256"]:
+        raise damaged(unit.json, "was altered after it was written (its content does not match "
+                                 "the checksum it records)")
+    return meta
+
+
+# ---------------------------------------------------------------------------------- file types
+def describe_type(mode: int) -> str:
+    """``st_mode`` in words (``"a directory"``, ``"a FIFO (named pipe)"``...)."""
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"),
+                        (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return words
+    return "a special file"
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == root or real.is_relative_to(root)
+
+
+def obstruction(root: Path, path: Path) -> tuple[Path, str] | None:
+    """The first entry on the way from ``root`` to ``path`` that the store must not pass.
+
+    A symbolic link whose target lies outside ``root`` (never followed), or anything but a
+    directory where a directory is needed. ``None`` when the way is clear (entries that do not
+    exist yet are clear). ``path`` itself may be of any type; only links out are refused.
+    """
+    real_root = Path(os.path.realpath(root))
+    rel = path.relative_to(root)
+    current = root
+    for i, part in enumerate(rel.parts):
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            return current, f"cannot be examined ({err.strerror})"
+        if stat.S_ISLNK(st.st_mode):
+            target = os.path.realpath(current)
+            if not _inside(current, real_root):
+                return current, (f"is a symbolic link to {target}, outside the store; links "
+                                 "out of the store are never followed")
+            try:
+                st = os.stat(current)
+            except OSError as err:
+                return current, f"is a broken symbolic link ({err.strerror})"
+        if i < len(rel.parts) - 1 and not stat.S_ISDIR(st.st_mode):
+            return current, (f"is {describe_type(st.st_mode)} where the store needs a "
+                             "directory")
+    return None
+
+
+def read_regular(root: Path, path: Path, repair: str,
+                 files: Callable[[], tuple[Path, ...]] | None = None) -> bytes | None:
+    """The bytes of the regular file ``path`` of the store at ``root``; ``None`` if absent.
+
+    Checks the type before opening (a FIFO would block the reader forever) and opens without
+    blocking, so a file swapped for a FIFO in between cannot hang it either.
+
+    Raises
+    ------
+    DamagedResultError
+        If ``path`` or a directory above it is not what it should be (see :func:`obstruction`),
+        ``path`` is not a regular file, or it cannot be read (permission denied, I/O error).
+    """
+
+    def damaged(at: Path, problem: str) -> DamagedResultError:
+        unit_files = files() if files is not None else (at,)
+        return DamagedResultError(at, problem, repair, unit_files if at == path else (at,))
+
+    blocked = obstruction(root, path)
+    if blocked is not None:
+        raise damaged(*blocked)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise damaged(path, f"cannot be examined ({err.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise damaged(path, f"is {describe_type(st.st_mode)}, not a file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except PermissionError:
+        raise damaged(path, "cannot be read: permission denied") from None
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise damaged(path, f"cannot be read ({err.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between stat and open
+            raise damaged(path, "is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError as err:
+        raise damaged(path, f"cannot be read ({err.strerror})") from None
+    finally:
+        os.close(fd)

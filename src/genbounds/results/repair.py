@@ -1,31 +1,52 @@
 """Checking a whole store and moving damaged units aside (never deleting them).
 
 * :func:`check_store` verifies every unit under a root (or one namespace) and lists what cannot
-  be used: ``damaged`` committed results and ``leftover`` files of writes that never committed.
-* :func:`quarantine` moves a unit's files to ``<root>/_damaged/<UTC timestamp>/<namespace>/
-  <ConfigClass>/``, keeping them for inspection; the next run of that unit recomputes it.
+  be used: ``damaged`` committed results, entries that are not part of the store's layout (a
+  stray ``a.b.json``, a file where a directory belongs, a link out of the store), and
+  ``leftover`` files of writes that never committed.
+* :func:`quarantine` moves a unit's files (or a stray entry) to ``<root>/_damaged/<UTC
+  timestamp>/<its path under root>``, keeping them for inspection; the next run of that unit
+  recomputes it.
 * :func:`repair_store` does both, unit by unit, each under the unit's lock.
 
 A unit that a live writer holds (its lock is taken) is never reported as a leftover and never
-moved: its temporary files are that writer's work in progress.
+moved: its temporary files are that writer's work in progress. Symbolic links are never followed
+out of the store: a link whose target lies outside the root is reported (and moved, the link
+itself) instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
-import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import Timeout
 
 from genbounds.results.errors import Damage, DamagedResultError
-from genbounds.results.files import DAMAGED_DIR, Unit, default_results_dir, read_unit
+from genbounds.results.files import (
+    CHECKPOINT_DIR,
+    DAMAGED_DIR,
+    LOCK_DIR,
+    REPLACED_DIR,
+    TEMPORARY_FILE,
+    UNIT_FILE,
+    Unit,
+    default_repair_command,
+    default_results_dir,
+    describe_type,
+    obstruction,
+    read_unit,
+)
+from genbounds.scale import SCALES
 
 __all__ = [
     "Repair",
     "check_store",
+    "check_namespace",
     "default_repair_command",
     "quarantine",
     "repair_store",
@@ -44,40 +65,80 @@ class Repair:
         return f"moved {self.damage.kind} {self.damage.path.name} to {self.moved_to}"
 
 
-def default_repair_command(root: str | Path, namespace: str | None = None) -> str:
-    """The shell command that moves a store's damaged units aside (the next run recomputes them)."""
-    scale = f" --scale {shlex.quote(namespace)}" if namespace else ""
-    return (
-        f"python -m genbounds store repair --root {shlex.quote(str(root))}{scale}"
-        "  # moves damaged files aside, then run again to recompute them"
-    )
+def check_namespace(namespace: object, name: str = "namespace") -> str:
+    """``namespace`` if it is a plain directory name of a scale (no ``/``, no leading ``.`` or
+    ``_``: never ``..``, ``.locks`` or ``_damaged``); else ``ValueError``."""
+    if (not isinstance(namespace, str) or not namespace or "/" in namespace or "\0" in namespace
+            or namespace.startswith((".", "_"))):
+        raise ValueError(f"{name} must be a plain directory name such as {' or '.join(SCALES)}, "
+                         f"got {namespace!r}")
+    return namespace
 
 
-def quarantine(damage: Damage, root: str | Path, *, when: _dt.datetime | None = None) -> Path:
-    """Move the files of ``damage`` to ``<root>/_damaged/<UTC timestamp>/<ns>/<Class>/``.
-
-    Never deletes and never overwrites (a name already taken there gets a numeric suffix). Takes
-    the unit's lock (re-entrant: a caller already holding it, such as
-    :meth:`ResultStore.run <genbounds.results.ResultStore.run>`, does not wait). Returns the
-    directory the files are now in.
-    """
-    root = Path(root)
-    unit = Unit.of_file(root, damage.path)
-    stamp = (when or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H-%M-%SZ")
-    damaged_root = root / DAMAGED_DIR
+def _damaged_root(root: Path, stamp: str, name: str = DAMAGED_DIR) -> Path:
+    """``<root>/<name>`` (``_damaged``), created (ignoring itself in git) if needed; an entry of
+    that name that is not a directory is first moved to ``<name>/<stamp>/<name>`` (kept)."""
+    damaged_root = root / name
+    if os.path.lexists(damaged_root) and (os.path.islink(damaged_root)
+                                          or not damaged_root.is_dir()):
+        aside = root / f".{name}.{stamp}.moving"
+        os.rename(damaged_root, aside)
+        (damaged_root / stamp).mkdir(parents=True)
+        (damaged_root / ".gitignore").write_text("*\n")
+        os.rename(aside, damaged_root / stamp / name)
     if not damaged_root.exists():
         damaged_root.mkdir(parents=True, exist_ok=True)
         (damaged_root / ".gitignore").write_text("*\n")
-    target = damaged_root / stamp / unit.namespace / unit.config_class
-    with unit.lock():
+    return damaged_root
+
+
+@contextlib.contextmanager
+def _unit_lock(root: Path, path: Path) -> Iterator[None]:
+    """Hold the lock of the unit ``path`` belongs to, if it is a unit's file and can be locked."""
+    rel = path.relative_to(root)
+    lock = None
+    if len(rel.parts) == 3 and (UNIT_FILE.fullmatch(rel.parts[2])
+                                or TEMPORARY_FILE.fullmatch(rel.parts[2])):
+        try:
+            lock = Unit.of_file(root, path).lock()
+            lock.acquire()
+        except (DamagedResultError, OSError):  # a broken lock place: move without it
+            lock = None
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def quarantine(damage: Damage, root: str | Path, *, when: _dt.datetime | None = None,
+               into: str = DAMAGED_DIR) -> Path:
+    """Move the files of ``damage`` to ``<root>/_damaged/<UTC timestamp>/<path under root>``.
+
+    ``into`` names another directory than ``_damaged`` (the store moves results it recomputes
+    over at paper scale to ``_replaced``).
+    Never deletes and never overwrites (a name already taken there gets a numeric suffix); a
+    symbolic link is moved itself, never what it points to. Takes the unit's lock (re-entrant:
+    a caller already holding it, such as :meth:`ResultStore.run
+    <genbounds.results.ResultStore.run>`, does not wait). Returns the directory the file at
+    fault is now in.
+    """
+    root = Path(root)
+    stamp = (when or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H-%M-%SZ")
+    if into not in (DAMAGED_DIR, REPLACED_DIR):
+        raise ValueError(f"into must be {DAMAGED_DIR} or {REPLACED_DIR}, got {into!r}")
+    damaged_root = _damaged_root(root, stamp, into)
+    target = damaged_root / stamp / damage.path.parent.relative_to(root)
+    with _unit_lock(root, damage.path):
         for path in damage.paths:
-            if not path.exists():
+            if not os.path.lexists(path):
                 continue
-            target.mkdir(parents=True, exist_ok=True)
-            dest, n = target / path.name, 0
-            while dest.exists():
+            folder = damaged_root / stamp / path.parent.relative_to(root)
+            folder.mkdir(parents=True, exist_ok=True)
+            dest, n = folder / path.name, 0
+            while os.path.lexists(dest):
                 n += 1
-                dest = target / f"{path.name}.{n}"
+                dest = folder / f"{path.name}.{n}"
             os.rename(path, dest)
     return target
 
@@ -85,27 +146,28 @@ def quarantine(damage: Damage, root: str | Path, *, when: _dt.datetime | None = 
 def _leftover(unit: Unit, repair: str) -> Damage | None:
     """Files of a write that never committed, judged while holding the unit's lock."""
     temporaries = tuple(unit.temporaries())
-    if unit.json.exists():
+    interrupted = (f"{len(temporaries)} temporary file(s) of a write that was interrupted "
+                   "(killed, or the disk was full); never read as a result")
+    if os.path.lexists(unit.json):
         if not temporaries:
             return None
-        return Damage(temporaries[0], f"{len(temporaries)} temporary file(s) of a write that was "
-                      "interrupted (killed); never read as a result", repair, temporaries,
-                      "leftover")
-    if unit.npz.exists():
+        return Damage(temporaries[0], interrupted, repair, temporaries, "leftover")
+    if os.path.lexists(unit.npz):
         return Damage(unit.npz, "arrays without their JSON: a write was interrupted between the "
                       "arrays and the JSON (the commit point), or the JSON was removed; never "
                       "read as a result", repair, (unit.npz, *temporaries), "leftover")
     if temporaries:
-        return Damage(temporaries[0], f"{len(temporaries)} temporary file(s) of a write that was "
-                      "interrupted (killed); never read as a result", repair, temporaries,
-                      "leftover")
+        return Damage(temporaries[0], interrupted, repair, temporaries, "leftover")
     return None
 
 
 def _check_unit(unit: Unit, repair: str, wait_s: float) -> Damage | None:
     """Verify one unit; a unit whose lock a writer holds is judged once the writer is done."""
     try:
-        lock = unit.lock()
+        lock = unit.lock(repair)
+    except DamagedResultError as err:
+        return err.damage
+    try:
         lock.acquire(timeout=wait_s)
     except (Timeout, OSError):  # a writer holds it, or the store is read-only
         # A writer is computing this unit (or no lock can be taken). What is committed is
@@ -125,25 +187,71 @@ def _check_unit(unit: Unit, repair: str, wait_s: float) -> Damage | None:
         lock.release()
 
 
-def _units(root: Path, namespace: str | None) -> list[Unit]:
-    if namespace is not None:
-        names = [namespace]
-    else:
-        names = sorted(p.name for p in root.iterdir()
-                       if p.is_dir() and not p.name.startswith((".", "_")))
-    units: set[Unit] = set()
-    for ns in names:
-        ns_dir = root / ns
-        if not ns_dir.is_dir():
-            continue
-        for class_dir in sorted(p for p in ns_dir.iterdir() if p.is_dir()):
-            for path in class_dir.iterdir():
-                name = path.name
-                is_result = not name.startswith(".") and path.suffix in (".json", ".npz")
-                is_temporary = name.startswith(".") and name.endswith(".tmp")
-                if path.is_file() and (is_result or is_temporary):
-                    units.add(Unit.of_file(root, path))
-    return sorted(units, key=lambda u: (u.namespace, u.config_class, u.key))
+def _not_a_directory(root: Path, path: Path) -> str | None:
+    """Why ``path`` (an entry that must be a directory of the store) is not one, or ``None``."""
+    blocked = obstruction(root, path)
+    if blocked is not None:
+        return blocked[1] if blocked[0] == path else None
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return f"cannot be examined ({err.strerror})"
+    if not path.is_dir():
+        return f"is {describe_type(st.st_mode)} where the store needs a directory"
+    return None
+
+
+class _Scan:
+    """One walk over a store: its units, and the entries that do not belong to its layout."""
+
+    def __init__(self, root: Path, repair: str) -> None:
+        self.root, self.repair = root, repair
+        self.units: set[Unit] = set()
+        self.stray: list[Damage] = []
+
+    def stray_entry(self, path: Path, problem: str) -> None:
+        self.stray.append(Damage(path, problem, self.repair, (path,), "damaged"))
+
+    def special_dirs(self) -> None:
+        for name in (DAMAGED_DIR, REPLACED_DIR, LOCK_DIR, CHECKPOINT_DIR):
+            path = self.root / name
+            if os.path.lexists(path):
+                problem = _not_a_directory(self.root, path)
+                if problem is not None:
+                    self.stray_entry(path, problem)
+
+    def namespaces(self, namespace: str | None) -> list[str]:
+        if namespace is not None:
+            return [namespace]
+        names = []
+        for entry in sorted(self.root.iterdir()):
+            if entry.name.startswith((".", "_")):
+                continue
+            if entry.name in SCALES or entry.is_dir() or entry.is_symlink():
+                names.append(entry.name)  # README.md and other plain files are not namespaces
+        return names
+
+    def namespace(self, ns: str) -> None:
+        ns_dir = self.root / ns
+        if not os.path.lexists(ns_dir):
+            return
+        problem = _not_a_directory(self.root, ns_dir)
+        if problem is not None:
+            self.stray_entry(ns_dir, problem)
+            return
+        for class_dir in sorted(ns_dir.iterdir()):
+            if class_dir.name == ".gitignore" and class_dir.is_file():
+                continue
+            problem = _not_a_directory(self.root, class_dir)
+            if problem is not None:
+                self.stray_entry(class_dir, problem)
+                continue
+            for path in sorted(class_dir.iterdir()):
+                if UNIT_FILE.fullmatch(path.name) or TEMPORARY_FILE.fullmatch(path.name):
+                    self.units.add(Unit.of_file(self.root, path))
+                else:
+                    self.stray_entry(path, "is not a file of the store (a result is <key>.json "
+                                           "and <key>.npz, key: 16 hex digits); never read")
 
 
 def scan_store(
@@ -151,12 +259,19 @@ def scan_store(
 ) -> tuple[int, list[Damage]]:
     """Number of units found and what is wrong with them (see :func:`check_store`)."""
     root = Path(root) if root is not None else default_results_dir()
+    if namespace is not None:
+        check_namespace(namespace, "scale")
     if not root.is_dir():
         raise ValueError(f"root {root} is not a directory (no results store there)")
     repair = default_repair_command(root, namespace)
-    units = _units(root, namespace)
-    found = [d for u in units if (d := _check_unit(u, repair, wait_s)) is not None]
-    return len(units), found
+    scan = _Scan(root, repair)
+    scan.special_dirs()
+    for ns in scan.namespaces(namespace):
+        scan.namespace(ns)
+    units = sorted(scan.units, key=lambda u: (u.namespace, u.config_class, u.key))
+    found = scan.stray + [d for u in units if (d := _check_unit(u, repair, wait_s)) is not None]
+    unique = list({d.path: d for d in reversed(found)}.values())[::-1]  # a broken .locks once
+    return len(units) + len(scan.stray), unique
 
 
 def check_store(
@@ -165,15 +280,16 @@ def check_store(
     """Verify every stored unit under ``root`` (one ``namespace``, i.e. scale, or all of them).
 
     Returns one :class:`~genbounds.results.Damage` per unit that cannot be used as it is:
-    ``kind="damaged"`` for a committed result that is invalid, truncated, altered, incomplete or
-    stored under another key; ``kind="leftover"`` for files of a write that never committed.
-    A unit whose lock a writer holds is waited for up to ``wait_s`` seconds, then checked as far
-    as it is committed.
+    ``kind="damaged"`` for a committed result that is invalid, truncated, altered, incomplete,
+    unreadable or stored under another key, and for an entry that does not belong to the
+    store's layout; ``kind="leftover"`` for files of a write that never committed. A unit whose
+    lock a writer holds is waited for up to ``wait_s`` seconds, then checked as far as it is
+    committed.
 
     Raises
     ------
     ValueError
-        If ``root`` is not a directory.
+        If ``root`` is not a directory or ``namespace`` is not a plain directory name.
     """
     return scan_store(root, namespace, wait_s=wait_s)[1]
 
@@ -181,7 +297,7 @@ def check_store(
 def repair_store(
     root: str | Path | None = None, namespace: str | None = None, *, wait_s: float = 10.0
 ) -> list[Repair]:
-    """Move every damaged unit and every leftover aside (see :func:`quarantine`); say what moved.
+    """Move every damaged unit, stray entry and leftover aside (see :func:`quarantine`).
 
     Each unit is verified again while its lock is held, so nothing a writer has just completed
     is moved. Units that a writer holds for longer than ``wait_s`` seconds are left alone.
@@ -190,10 +306,19 @@ def repair_store(
     when = _dt.datetime.now(_dt.UTC)
     done: list[Repair] = []
     for damage in check_store(root, namespace, wait_s=wait_s):
+        rel = damage.path.relative_to(root)
+        is_unit = len(rel.parts) == 3 and (UNIT_FILE.fullmatch(rel.parts[2]) is not None
+                                           or TEMPORARY_FILE.fullmatch(rel.parts[2]) is not None)
+        if not is_unit:  # a stray entry, a lock or a layout directory: no unit to re-verify
+            done.append(Repair(damage, quarantine(damage, root, when=when)))
+            continue
         unit = Unit.of_file(root, damage.path)
-        lock = unit.lock()
         try:
+            lock = unit.lock()
             lock.acquire(timeout=wait_s)
+        except DamagedResultError:
+            done.append(Repair(damage, quarantine(damage, root, when=when)))
+            continue
         except Timeout:
             continue
         try:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import hashlib
 import io
 import json
 import logging
+import os
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,9 +23,9 @@ from genbounds.results import files
 from genbounds.results.errors import DamagedResultError, StaleResultError, StaleResultWarning
 from genbounds.results.files import (
     CHECKPOINT_DIR,
-    DAMAGED_DIR,
-    LOCK_DIR,
+    REPLACED_DIR,
     Unit,
+    default_repair_command,
     default_results_dir,
 )
 from genbounds.results.keys import config_hash, config_to_dict
@@ -34,7 +36,7 @@ from genbounds.results.provenance import (
     normalize_code_modules,
     same_code,
 )
-from genbounds.results.repair import Repair, default_repair_command, quarantine
+from genbounds.results.repair import Repair, check_namespace, quarantine
 from genbounds.scale import get_scale
 
 __all__ = ["OnCodeChange", "ResultStore", "StoredResult", "run_sweep", "summarize_provenance"]
@@ -58,6 +60,9 @@ class StoredResult:
     stale: bool = field(default=False)
     """True when loaded although the code it depends on changed since it was computed (its
     code fingerprint differs from the running code's): shown, never silently."""
+    nonfinite: frozenset[str] = field(default=frozenset())
+    """Names of the arrays that were declared to hold NaN or inf (the record says which);
+    every other float array is finite."""
 
     @property
     def device(self) -> str:
@@ -86,7 +91,25 @@ class StoredResult:
         )
 
 
-def _check_arrays(arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def _declared(name: str, patterns: Collection[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _patterns(value: Any, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Collection) or not all(
+            isinstance(v, str) and v for v in value):
+        raise ValueError(f"{name} must be a collection of array names or patterns, got {value!r}")
+    return tuple(value)
+
+
+def _check_arrays(arrays: Mapping[str, Any], nonfinite: Collection[str] = (),
+                  text: Collection[str] = ()) -> dict[str, np.ndarray]:
+    """The arrays as numpy arrays; ``ValueError`` for one the store must not take silently.
+
+    Refused: dtype object; NaN or inf in an array whose name matches no pattern of
+    ``nonfinite``; strings (or bytes) in an array whose name matches no pattern of ``text``
+    (patterns as :func:`fnmatch.fnmatchcase`: ``"hist_*"``).
+    """
     out: dict[str, np.ndarray] = {}
     for name, value in arrays.items():
         # dotted names ("layer0.head0.W_QK.spectral", the norm table's columns) are allowed
@@ -96,6 +119,15 @@ def _check_arrays(arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
         arr = np.asarray(value)
         if arr.dtype == object:
             raise ValueError(f"array {name!r} has dtype object; only numeric arrays are stored")
+        if arr.dtype.kind in "USV" and not _declared(name, text):
+            raise ValueError(f"array {name!r} holds strings ({arr.dtype}); declare it with "
+                             f"text=({name!r},) if a text column is meant")
+        if arr.dtype.kind in "fc" and not _declared(name, nonfinite):
+            bad = ~np.isfinite(arr)
+            if bad.any():
+                raise ValueError(
+                    f"array {name!r} holds {int(bad.sum())} NaN/inf value(s) of {arr.size}; "
+                    f"declare it with nonfinite=({name!r},) if it may (the record then says so)")
         out[name] = arr
     return out
 
@@ -114,7 +146,7 @@ def _check_scalars(scalars: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_policy(on_code_change: Any) -> None:
-    if on_code_change not in ("recompute", "warn", "error"):
+    if on_code_change not in ("recompute", "warn", "error"):  # None is resolved before
         raise ValueError(
             f"on_code_change must be recompute, warn or error, got {on_code_change!r}"
         )
@@ -156,18 +188,35 @@ class ResultStore:
         *,
         recompute_damaged: bool = False,
         repair_command: str | None = None,
+        on_code_change: OnCodeChange | None = None,
+        keep_replaced: bool | None = None,
     ) -> None:
         self.root = Path(root) if root is not None else default_results_dir()
-        self.namespace = namespace if namespace is not None else get_scale()
-        if (not self.namespace or "/" in self.namespace or self.namespace.startswith(".")
-                or self.namespace in (DAMAGED_DIR, LOCK_DIR, CHECKPOINT_DIR)):
-            raise ValueError(f"namespace must be a plain directory name, got {self.namespace!r}")
+        if os.path.lexists(self.root) and not self.root.is_dir():
+            raise ValueError(f"root {self.root} is not a directory (a results store is one)")
+        self.namespace = check_namespace(namespace if namespace is not None else get_scale())
         if not isinstance(recompute_damaged, bool):
             raise ValueError(f"recompute_damaged must be a bool, got {recompute_damaged!r}")
         self.recompute_damaged = recompute_damaged
         self.repair_command = repair_command or default_repair_command(self.root, self.namespace)
+        paper = self.namespace == "paper"
+        if on_code_change is None:
+            on_code_change = "warn" if paper else "recompute"
+        _check_policy(on_code_change)
+        self.on_code_change: OnCodeChange = on_code_change
+        """What :meth:`run` does with a result made by different code, unless told otherwise:
+        ``"warn"`` (keep it, with a warning) at paper scale, ``"recompute"`` otherwise."""
+        if keep_replaced is None:
+            keep_replaced = paper
+        if not isinstance(keep_replaced, bool):
+            raise ValueError(f"keep_replaced must be a bool, got {keep_replaced!r}")
+        self.keep_replaced = keep_replaced
+        """Move a committed result that is about to be recomputed to ``<root>/_replaced/<UTC
+        time>/`` instead of overwriting it (by default at paper scale)."""
         self.repairs: list[Repair] = []
         """Damaged results this store moved aside and recomputed, in order."""
+        self.replaced: list[Path] = []
+        """Where the results this store recomputed over were moved (``keep_replaced``)."""
 
     # ------------------------------------------------------------------ paths and code
     def unit(self, config: Any) -> Unit:
@@ -210,40 +259,91 @@ class ResultStore:
         device: str,
         wall_time_s: float,
         code_modules: Sequence[str] | None = None,
+        nonfinite: Collection[str] = (),
+        text: Collection[str] = (),
     ) -> StoredResult:
         """Store a result atomically (NPZ first, then the JSON that commits it), under its lock.
 
-        Temporary files that killed writers of this unit left behind are removed first: while
-        the lock is held no other writer of the unit is alive, and a temporary file is never
-        part of a result.
+        Float arrays must be finite and arrays must be numeric unless declared: ``nonfinite``
+        and ``text`` are names (or :mod:`fnmatch` patterns) of arrays that may hold NaN/inf and
+        strings; the record lists the ``nonfinite`` ones and :attr:`StoredResult.nonfinite`
+        tells the reader. Temporary files that killed writers of this unit left behind are
+        removed first: while the lock is held no other writer of the unit is alive, and a
+        temporary file is never part of a result. A committed result already there is moved
+        to ``<root>/_replaced/`` first when :attr:`keep_replaced` is set.
+
+        Raises
+        ------
+        ValueError
+            For undeclared NaN/inf or strings, and other values the store cannot keep.
+        DamagedResultError
+            If the write fails (a full disk, a file-size limit, a file where the store needs a
+            directory): nothing is committed, the error says which file and why.
         """
         if not np.isfinite(wall_time_s) or wall_time_s < 0:
             raise ValueError(f"wall_time_s must be finite and >= 0, got {wall_time_s}")
         unit = self.unit(config)
         modules = self.code_modules(config, code_modules)
-        arrs = _check_arrays(arrays)
+        nonfinite, text = _patterns(nonfinite, "nonfinite"), _patterns(text, "text")
+        arrs = _check_arrays(arrays, nonfinite, text)
         scal = _check_scalars(scalars or {})
         buf = io.BytesIO()
         np.savez(buf, **arrs)  # type: ignore[arg-type]
         npz_bytes = buf.getvalue()
         provenance = Provenance.now(device=device, wall_time_s=wall_time_s, code_modules=modules)
+        declared = frozenset(n for n, a in arrs.items()
+                             if a.dtype.kind in "fc" and _declared(n, nonfinite))
         meta = files.seal({
             "key": unit.key,
             "config_class": type(config).__qualname__,
             "protocol_version": type(config).PROTOCOL_VERSION,
             "config": config_to_dict(config),
             "scalars": scal,
-            "arrays": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in arrs.items()},
+            "arrays": {n: {"shape": list(a.shape), "dtype": str(a.dtype)}
+                       | ({"nonfinite": True} if n in declared else {})
+                       for n, a in arrs.items()},
             "npz_sha256": hashlib.sha256(npz_bytes).hexdigest(),
             "provenance": dataclasses.asdict(provenance),
         })
-        with unit.lock():
-            for stray in unit.temporaries():
-                stray.unlink(missing_ok=True)
-            files.atomic_write(unit.npz, npz_bytes)
-            files.atomic_write(unit.json, json.dumps(meta, indent=1, sort_keys=True).encode())
+        self._write(unit, npz_bytes, json.dumps(meta, indent=1, sort_keys=True).encode())
         return StoredResult(unit.key, meta["config"], arrs, scal, provenance, unit.json,
-                            fresh=True)
+                            fresh=True, nonfinite=declared)
+
+    def _write(self, unit: Unit, npz_bytes: bytes, json_bytes: bytes) -> None:
+        """Commit the pair under the unit's lock; a failed write becomes a DamagedResultError."""
+        target = unit.folder
+        try:
+            with unit.lock(self.repair_command):
+                for stray in unit.temporaries():
+                    stray.unlink(missing_ok=True)
+                if self.keep_replaced and os.path.lexists(unit.json):
+                    self._move_replaced(unit)
+                target = unit.npz
+                files.atomic_write(unit.npz, npz_bytes)
+                target = unit.json
+                files.atomic_write(unit.json, json_bytes)
+        except OSError as err:
+            raise self._write_error(unit, target, err) from err
+
+    def _move_replaced(self, unit: Unit) -> None:
+        from genbounds.results.errors import Damage
+
+        old = unit.existing()
+        moved = quarantine(Damage(unit.json, "replaced", self.repair_command, old, "leftover"),
+                           self.root, into=REPLACED_DIR)
+        self.replaced.append(moved)
+        logger.warning("stored result %s is recomputed; the old record was moved to %s",
+                       unit.json, moved)
+
+    def _write_error(self, unit: Unit, where: Path, err: OSError) -> DamagedResultError:
+        blocked = files.obstruction(self.root, unit.json)
+        if blocked is not None:
+            return DamagedResultError(blocked[0], blocked[1], self.repair_command, (blocked[0],))
+        why = files.WRITE_ERRORS.get(err.errno or 0, "the write failed")
+        return DamagedResultError(
+            where, f"could not be written: {err.strerror} ({why}); nothing was committed for "
+                   f"unit {unit.key}", f"free space or raise the limit, then run again; "
+                   f"{self.repair_command}", unit.existing() or (where,))
 
     # ------------------------------------------------------------------ read
     def _read(self, config: Any, on_code_change: OnCodeChange,
@@ -255,7 +355,8 @@ class ResultStore:
         if record is None:
             return None
         p = record.provenance
-        if not same_code(p.code_fingerprint, p.code_modules, modules):
+        same = same_code(p.code_fingerprint, p.code_modules, modules)
+        if not same:
             over = "the whole package" if p.code_modules is None else ", ".join(p.code_modules)
             message = (
                 f"stored result {unit.json.name} was computed by different genbounds code "
@@ -267,10 +368,11 @@ class ResultStore:
             if on_code_change == "recompute":
                 return None
             warnings.warn(message, StaleResultWarning, stacklevel=3)
-            return StoredResult(unit.key, record.meta["config"], record.arrays,
-                                record.meta["scalars"], p, unit.json, stale=True)
+        nonfinite = frozenset(n for n, spec in record.meta["arrays"].items()
+                              if isinstance(spec, dict) and spec.get("nonfinite") is True)
         return StoredResult(unit.key, record.meta["config"], record.arrays,
-                            record.meta["scalars"], p, unit.json)
+                            record.meta["scalars"], p, unit.json,
+                            stale=not same, nonfinite=nonfinite)
 
     def load(
         self,
@@ -300,7 +402,7 @@ class ResultStore:
             return self._read(config, on_code_change, modules)
         except DamagedResultError as first:
             try:
-                lock = self.unit(config).lock()
+                lock = self.unit(config).lock(self.repair_command)
                 lock.acquire(timeout=wait_s)
             except (Timeout, OSError):  # a writer holds it too long, or a read-only store
                 raise first from None
@@ -316,10 +418,12 @@ class ResultStore:
         fn: Callable[[Any], Mapping[str, Any]],
         *,
         device: str = "auto",
-        on_code_change: OnCodeChange = "recompute",
+        on_code_change: OnCodeChange | None = None,
         recompute: bool = False,
         code_modules: Sequence[str] | None = None,
         recompute_damaged: bool | None = None,
+        nonfinite: Collection[str] = (),
+        text: Collection[str] = (),
     ) -> StoredResult:
         """Load the result of ``fn(config)`` if stored, else compute, store and return it.
 
@@ -329,9 +433,15 @@ class ResultStore:
         committed, so a second process asking for the same config waits and then loads this
         result instead of computing it again. ``recompute_damaged`` (default: the store's
         setting) moves a damaged result aside and recomputes it instead of raising.
+
+        ``on_code_change`` (default: the store's :attr:`on_code_change`, ``"warn"`` at paper
+        scale) says what to do with a stored result made by different code; ``recompute=True``
+        recomputes regardless. A result recomputed over is moved aside first at paper scale
+        (:attr:`keep_replaced`), never overwritten. ``nonfinite`` and ``text`` declare arrays
+        that may hold NaN/inf or strings (see :meth:`save`).
         """
         result = self._run(config, fn, device, on_code_change, recompute, code_modules,
-                           recompute_damaged, blocking=True)
+                           recompute_damaged, (nonfinite, text), blocking=True)
         assert result is not None  # a blocking run always ends with a result
         return result
 
@@ -341,17 +451,23 @@ class ResultStore:
         fn: Callable[[Any], Mapping[str, Any]],
         *,
         device: str = "auto",
-        on_code_change: OnCodeChange = "recompute",
+        on_code_change: OnCodeChange | None = None,
         code_modules: Sequence[str] | None = None,
         recompute_damaged: bool | None = None,
+        nonfinite: Collection[str] = (),
+        text: Collection[str] = (),
     ) -> StoredResult | None:
         """As :meth:`run`, but ``None`` at once if another process is computing this config."""
         return self._run(config, fn, device, on_code_change, False, code_modules,
-                         recompute_damaged, blocking=False)
+                         recompute_damaged, (nonfinite, text), blocking=False)
 
     def _run(self, config: Any, fn: Callable[[Any], Mapping[str, Any]], device: str,
-             on_code_change: OnCodeChange, recompute: bool, code_modules: Sequence[str] | None,
-             recompute_damaged: bool | None, *, blocking: bool) -> StoredResult | None:
+             on_code_change: OnCodeChange | None, recompute: bool,
+             code_modules: Sequence[str] | None, recompute_damaged: bool | None,
+             declared: tuple[Collection[str], Collection[str]], *, blocking: bool
+             ) -> StoredResult | None:
+        if on_code_change is None:
+            on_code_change = self.on_code_change
         _check_policy(on_code_change)
         modules = self.code_modules(config, code_modules)
         repair = self.recompute_damaged if recompute_damaged is None else recompute_damaged
@@ -362,7 +478,7 @@ class ResultStore:
                 stored = None  # verified again under the lock, where no writer is active
             if stored is not None:
                 return stored
-        lock = self.unit(config).lock()
+        lock = self.unit(config).lock(self.repair_command)
         try:
             lock.acquire(blocking=blocking)
         except Timeout:
@@ -378,7 +494,7 @@ class ResultStore:
                     stored = None
                 if stored is not None:
                     return stored
-            return self._compute(config, fn, device, modules)
+            return self._compute(config, fn, device, modules, declared)
         finally:
             lock.release()
 
@@ -389,7 +505,8 @@ class ResultStore:
                        err.path, err.problem, moved)
 
     def _compute(self, config: Any, fn: Callable[[Any], Mapping[str, Any]], device: str,
-                 modules: tuple[str, ...] | None) -> StoredResult:
+                 modules: tuple[str, ...] | None,
+                 declared: tuple[Collection[str], Collection[str]] = ((), ())) -> StoredResult:
         start = time.perf_counter()
         out = fn(config)
         wall = time.perf_counter() - start
@@ -398,7 +515,8 @@ class ResultStore:
         arrays = {k: v for k, v in out.items() if not _is_scalar(v)}
         scalars = {k: v for k, v in out.items() if _is_scalar(v)}
         return self.save(config, arrays, scalars, device=describe_device(device),
-                         wall_time_s=wall, code_modules=modules)
+                         wall_time_s=wall, code_modules=modules, nonfinite=declared[0],
+                         text=declared[1])
 
 
 def run_sweep(
@@ -407,10 +525,12 @@ def run_sweep(
     fn: Callable[[Any], Mapping[str, Any]],
     *,
     device: str = "auto",
-    on_code_change: OnCodeChange = "recompute",
+    on_code_change: OnCodeChange | None = None,
     progress: bool = False,
     code_modules: Sequence[str] | None = None,
     recompute_damaged: bool | None = None,
+    nonfinite: Collection[str] = (),
+    text: Collection[str] = (),
 ) -> list[StoredResult]:
     """Run ``fn`` on every config not yet stored; return all results in ``configs`` order.
 
@@ -430,7 +550,8 @@ def run_sweep(
         raise ValueError("configs contains duplicate configurations")
     options: dict[str, Any] = {"device": device, "on_code_change": on_code_change,
                                "code_modules": code_modules,
-                               "recompute_damaged": recompute_damaged}
+                               "recompute_damaged": recompute_damaged,
+                               "nonfinite": nonfinite, "text": text}
     bar: Any = None
     if progress:
         from tqdm.auto import tqdm
