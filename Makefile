@@ -13,10 +13,19 @@ export PYTHONHASHSEED := 0
 
 .PHONY: book test unit check-site colab-test lab pdf bench results-paper clean
 
-$(STAMP): requirements.txt pyproject.toml
+# Installed in two steps: the pure-Python pins first, each checked against its SHA-256 in
+# requirements.lock (tools/lock.py writes it), then the platform-specific wheels (torch, numpy,
+# ...) pinned by version in requirements.txt. pip prints one line per package as it goes.
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+$(STAMP): requirements.txt requirements.lock pyproject.toml
+	@echo "== Setting up $(VENV): $$(grep -c '==' requirements.txt) pinned packages (several minutes on a first run)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@echo "== 1/3 pure-Python packages, hash-checked (requirements.lock)"
+	$(PIP) install --progress-bar off --require-hashes --no-deps -r requirements.lock
+	@echo "== 2/3 the platform-specific packages (requirements.txt)"
+	$(PIP) install --progress-bar off -r requirements.txt
+	@echo "== 3/3 the package genbounds (editable)"
+	$(PIP) install --quiet --no-deps -e .
 	touch $@
 
 book: $(STAMP)
