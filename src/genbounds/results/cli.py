@@ -8,6 +8,7 @@ from pathlib import Path
 from genbounds.results.errors import DAMAGE_EXIT_CODE
 from genbounds.results.files import default_results_dir
 from genbounds.results.repair import default_repair_command, repair_store, scan_store
+from genbounds.scale import SCALES
 
 __all__ = ["store_main"]
 
@@ -29,8 +30,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--root", type=Path, default=None,
                        help="the store's directory (default: the book's results/, or "
                             "$GENBOUNDS_RESULTS_DIR)")
-        p.add_argument("--scale", default=None,
-                       help="only this scale's namespace (quick, paper); default: all")
+        p.add_argument("--scale", default=None, choices=SCALES,
+                       help="only this scale's namespace; default: all")
     return parser
 
 

@@ -127,7 +127,9 @@ def quarantine(damage: Damage, root: str | Path, *, when: _dt.datetime | None = 
     stamp = (when or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H-%M-%SZ")
     if into not in (DAMAGED_DIR, REPLACED_DIR):
         raise ValueError(f"into must be {DAMAGED_DIR} or {REPLACED_DIR}, got {into!r}")
-    damaged_root = _damaged_root(root, stamp, into)
+    damaged_root = _damaged_root(root, stamp, into)  # moves a file named like it aside
+    if damage.path == damaged_root:
+        return damaged_root / stamp
     target = damaged_root / stamp / damage.path.parent.relative_to(root)
     with _unit_lock(root, damage.path):
         for path in damage.paths:
