@@ -3,7 +3,7 @@
 #                  (with the executed .ipynb of every chapter and its Colab notebook)
 #   make test   -> same set-up, then lint + type-check, the unit tests, the rendering check of the
 #                  built book in headless Chromium, and every chapter's Colab notebook under nbval
-# Also: make lab (JupyterLab on the chapters), make pdf (the whole book as one PDF), make bench.
+# Also: make lab [PORT=8899] (JupyterLab on the chapters), make pdf (the whole book as one PDF), make bench.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -56,7 +56,7 @@ unit: $(STAMP)
 
 # JupyterLab in the project's environment; the .md chapters open as notebooks (jupytext).
 lab: $(STAMP)
-	$(BIN)/python tools/lab.py
+	$(BIN)/python tools/lab.py $(if $(PORT),--port $(PORT))
 
 # The whole book as one PDF: the single-page HTML build printed by headless Chromium.
 pdf: $(STAMP)

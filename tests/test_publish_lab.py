@@ -125,3 +125,18 @@ def test_overrides_go_to_the_environment(tmp_path: Path) -> None:
     assert "Jupytext Notebook" in target.read_text()
     cmd = lab.command(["--no-browser"])
     assert cmd[1] == "lab" and f"--ServerApp.root_dir={ROOT}" in cmd and cmd[-1] == "--no-browser"
+
+
+def test_no_browser_without_a_display() -> None:
+    """Headless: JupyterLab starts with --no-browser (not "No web browser found")."""
+    assert lab.has_browser({}, platform="linux") is False
+    assert lab.browser_args([], browser=False) == ["--no-browser"]
+    assert lab.browser_args(["--port", "8899"], browser=False) == ["--no-browser"]
+    assert lab.browser_args(["--browser=firefox"], browser=False) == []
+    assert lab.browser_args([], browser=True) == []
+
+
+def test_make_lab_passes_the_port() -> None:
+    out = subprocess.run(["make", "-n", "lab", "PORT=8899"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "tools/lab.py --port 8899" in out
