@@ -1,0 +1,85 @@
+"""``make book``'s driver (tools/build_book.py): experiments first, noise filtered, failures
+named."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import build_book  # noqa: E402
+
+TIMEOUT_LOG = f"""\
+Executing notebook using local CWD [mystnb]
+Traceback (most recent call last):
+  File ".../nbclient/client.py", line 782, in _async_poll_for_reply
+nbclient.exceptions.CellTimeoutError: A cell timed out while it was being executed, after 1800
+
+The message was: Cell execution timed out.
+Here is a preview of the cell contents:
+-------------------
+res = load_or_run("sparse_majority")
+-------------------
+
+The above exception was the direct cause of the following exception:
+zmq.error.ZMQError: Socket operation on non-socket
+myst_nb.core.execute.base.ExecutionError: {ROOT}/notebooks/02_trauger_tewari.md
+"""
+
+ERROR_LOG = f"""\
+myst_nb.core.execute.base.ExecutionError: {ROOT}/notebooks/04_offset_rademacher.md
+nbclient.exceptions.CellExecutionError: An error occurred while executing the following cell:
+------------------
+x = compute()
+assert x > 0  # mutation: x = -1
+------------------
+
+AssertionError: x must be positive
+"""
+
+
+def test_timeout_is_named_with_its_chapter() -> None:
+    lines = build_book.failure_summary(TIMEOUT_LOG)
+    assert lines[0] == "FAILED chapter: notebooks/02_trauger_tewari.md"
+    assert any("cell timeout" in ln for ln in lines)
+    assert not any("ZMQError" in ln for ln in lines)
+
+
+def test_failing_cell_and_error_are_shown() -> None:
+    lines = build_book.failure_summary(ERROR_LOG)
+    assert lines[0] == "FAILED chapter: notebooks/04_offset_rademacher.md"
+    assert "    x = compute()" in lines
+    assert lines[-1].startswith("  error: AssertionError")
+
+
+def test_noise_filter() -> None:
+    assert build_book.is_noise("[IPKernelApp] WARNING | Kernel is running over TCP without "
+                               "encryption. All communication ...")
+    assert build_book.is_noise("myst v4.0.1: MdParserConfig(commonmark_only=False, ...)")
+    assert not build_book.is_noise("WARNING: undefined label: 'tt-thm'")
+
+
+def test_make_book_runs_the_driver() -> None:
+    out = subprocess.run(["make", "-n", "book"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert "tools/build_book.py" in out
+
+
+def test_resume_message_on_failure(tmp_path: Path) -> None:
+    """A failing first step stops the build with the log's tail and the resume hint."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    py = fake / "python"
+    py.write_text("#!/bin/sh\necho 'unit 3/5 failed: boom'\nexit 3\n")
+    py.chmod(0o755)
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'tools')!r}); import build_book; "
+            f"from pathlib import Path; build_book.BIN = Path({str(fake)!r}); "
+            f"sys.exit(build_book.main(['--out', {str(tmp_path / 'build')!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "GENBOUNDS_SCALE": "quick"})
+    assert res.returncode == 3
+    assert "unit 3/5 failed: boom" in res.stdout
+    assert "resume" in res.stdout.splitlines()[-1]

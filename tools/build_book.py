@@ -1,0 +1,150 @@
+"""``make book``: compute the experiments first, then build the pages; say plainly what failed.
+
+1. **Experiments** (``python -m genbounds reproduce --scale quick``): every registered study is
+   computed unit by unit, with a progress bar per unit, into the results store
+   (``results/quick/``). A unit that is stored is loaded, so an interrupted build resumes where
+   it stopped, and the notebooks then only *load* their results: no cell of the book runs for
+   many minutes in silence or against MyST-NB's cell timeout. At paper scale
+   (``GENBOUNDS_SCALE=paper``) nothing is computed here: the pages show what ``make
+   results-paper`` stored (hours; see the performance page).
+2. **Pages** (``jupyter-book build . --all -W -n --keep-going``), every notebook executed afresh.
+   The output is streamed, less two lines of known noise (ipykernel's warning that a kernel on
+   this machine talks to its client over local TCP, and MyST's one-line dump of its parser
+   configuration), and kept whole in ``_build/logs/book.log``.
+3. **If anything fails**, the last lines name the chapter, the failing cell (its first lines) and
+   the error (a cell timeout is named as such, not as the ``ZMQError`` that follows it), and say
+   that rerunning resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+#: Lines dropped from the streamed output (all are kept in the log file), each with its reason.
+NOISE = (
+    # ipykernel >= 7 warns on every kernel start that its (loopback) TCP sockets are unencrypted
+    re.compile(r"Kernel is running over TCP without encryption"),
+    # myst-parser logs its whole configuration object as one line at start-up
+    re.compile(r"^myst v[\d.]+: MdParserConfig\("),
+)
+RESUME = ("Rerun `make book` to resume: finished experiment units are stored in results/ and "
+          "are loaded, not recomputed; only what is missing runs again.")
+
+
+def is_noise(line: str) -> bool:
+    return any(p.search(line) for p in NOISE)
+
+
+def stream(cmd: list[str], log: Path, env: dict[str, str]) -> tuple[int, list[str]]:
+    """Run ``cmd``, print its output less the noise, keep all of it in ``log``; return the exit
+    status and the last 400 lines."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    tail: list[str] = []
+    with log.open("w") as fh, subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            bufsize=1) as proc:
+        assert proc.stdout is not None  # sanity: stdout=PIPE
+        for line in proc.stdout:
+            fh.write(line)
+            tail = [*tail[-399:], line.rstrip("\n")]
+            if not is_noise(line):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+        return proc.wait(), tail
+
+
+_CELL = re.compile(r"An error occurred while executing the following cell:\n-+\n(.*?)\n-+\n",
+                   re.S)
+_CHAPTER = re.compile(r"ExecutionError: (\S+\.(?:md|ipynb))")
+_SAVED = re.compile(r"traceback has been saved in (\S+\.log)")
+
+
+def failure_summary(log_text: str, reports: Iterable[Path] = ()) -> list[str]:
+    """Lines naming the failed chapter, its failing cell and the error, read from the build log
+    (MyST-NB raises ``ExecutionError(<notebook>)`` from nbclient's ``CellExecutionError``, whose
+    message holds the cell; Sphinx may save the full traceback to a file it names) and from
+    MyST-NB's per-notebook reports when execution errors are not raised."""
+    texts = [log_text]
+    for m in _SAVED.finditer(log_text):
+        path = Path(m.group(1))
+        if path.is_file():
+            texts.append(path.read_text(errors="replace"))
+    texts += [rep.read_text(errors="replace") for rep in sorted(reports)]
+    text = "\n".join(texts)
+    chapters = list(dict.fromkeys(_CHAPTER.findall(text)))
+    chapters += [f"{rep.parent.name}/{rep.name.removesuffix('.err.log')}" for rep in reports]
+    out = [f"FAILED chapter: {Path(c).relative_to(ROOT) if Path(c).is_relative_to(ROOT) else c}"
+           for c in chapters] or ["FAILED: the page build stopped (no notebook failed to run)"]
+    cells = _CELL.findall(text)
+    if cells:
+        cell = cells[-1].strip().splitlines()
+        out.append("  failing cell begins:")
+        out += [f"    {ln}" for ln in cell[:4]]
+        if len(cell) > 4:
+            out.append(f"    ... ({len(cell) - 4} more lines)")
+    if "CellTimeoutError" in text or "Cell execution timed out" in text:
+        out.append("  error: the cell ran past MyST-NB's cell timeout (execute.timeout in "
+                   "_config.yml)")
+    else:
+        errors = [ln.strip() for ln in text.splitlines()
+                  if re.match(r"^(\w+\.)*\w*(Error|Exception)\b", ln.strip())
+                  and not ln.strip().startswith(("ExecutionError", "CellExecutionError"))]
+        warns = [ln.strip() for ln in text.splitlines() if re.search(r"WARNING|ERROR", ln)]
+        if errors:
+            out.append(f"  error: {errors[-1][:300]}")
+        elif warns:
+            out += ["  last warnings:", *[f"    {w[:300]}" for w in warns[-6:]]]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "_build")
+    parser.add_argument("--skip-experiments", action="store_true",
+                        help="build the pages only (the notebooks compute what is missing)")
+    args = parser.parse_args(argv)
+    env = dict(os.environ)
+    scale = env.get("GENBOUNDS_SCALE", "quick") or "quick"
+    logs = args.out / "logs"
+    if args.skip_experiments:
+        pass
+    elif scale == "quick":
+        print("== make book 1/2: the experiments at quick scale (stored units are loaded)",
+              flush=True)
+        rc, tail = stream([str(BIN / "python"), "-m", "genbounds", "reproduce", "--scale",
+                           "quick"], logs / "experiments.log", env)
+        if rc != 0:
+            print("\n".join(["", "== make book FAILED while computing the experiments:",
+                             *[f"  {ln}" for ln in tail[-15:]],
+                             f"  full log: {logs / 'experiments.log'}", RESUME]), flush=True)
+            return rc
+    else:
+        print(f"== make book 1/2: scale {scale!r}: nothing is computed here; the chapters show "
+              "the stored results (compute them with `make results-paper`)", flush=True)
+    print("== make book 2/2: the pages (every chapter executed afresh)", flush=True)
+    reports = args.out / "html" / "reports"
+    for old in reports.rglob("*.err.log") if reports.exists() else []:
+        old.unlink()
+    rc, _ = stream([str(BIN / "jupyter-book"), "build", ".", "--all", "-W", "-n",
+                    "--keep-going"], logs / "book.log", env)
+    if rc != 0:
+        lines = failure_summary((logs / "book.log").read_text(errors="replace"),
+                                list(reports.rglob("*.err.log")) if reports.exists() else [])
+        print("\n".join(["", "== make book FAILED:", *lines,
+                         f"  full log: {logs / 'book.log'}", RESUME]), flush=True)
+        return rc
+    print(f"Book: {args.out / 'html' / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
