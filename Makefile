@@ -2,7 +2,8 @@
 #   make book   -> creates .venv, installs requirements.txt and the package, builds the HTML book
 #                  (with the executed .ipynb of every chapter and its Colab notebook)
 #   make test   -> same set-up, then lint + type-check, the unit tests, the rendering check of the
-#                  built book in headless Chromium, and every chapter's Colab notebook under nbval
+#                  built book in headless Chromium, every chapter's Colab notebook under nbval,
+#                  and the student edition (solutions removed; checked that none leaks)
 # Also: make lab [PORT=8899] (JupyterLab on the chapters), make pdf (the whole book as one PDF), make bench.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -11,7 +12,7 @@ STAMP  := $(VENV)/.installed
 SITE   := _build/html
 export PYTHONHASHSEED := 0
 
-.PHONY: book test unit check-site colab-test lab pdf bench results-paper clean
+.PHONY: book test unit check-site colab-test student lab pdf bench results-paper clean
 
 # Installed in two steps: the pure-Python pins first, each checked against its SHA-256 in
 # requirements.lock (tools/lock.py writes it), then the platform-specific wheels (torch, numpy,
@@ -42,7 +43,7 @@ test: $(STAMP) $(SITE)/index.html
 	$(BIN)/mypy src/genbounds
 	cd tools && MYPYPATH=. ../$(BIN)/mypy --cache-dir ../.mypy_cache *.py
 	$(BIN)/python -m pytest tests -p no:cacheprovider
-	$(MAKE) check-site colab-test
+	$(MAKE) check-site colab-test student
 
 # What a reader sees: every page in headless Chromium; screenshots in _build/screenshots/.
 check-site: $(STAMP) $(SITE)/index.html
@@ -51,6 +52,11 @@ check-site: $(STAMP) $(SITE)/index.html
 # The deployed Colab notebooks, executed once each under nbval in a fresh environment.
 colab-test: $(STAMP) $(SITE)/index.html
 	$(BIN)/python tools/colab_nbval.py --site $(SITE)
+
+# The student edition: every chapter without its solutions (sources, HTML, .ipynb) in
+# _build/student/; fails if any solution text remains or a cell needs a solution's names.
+student: $(STAMP)
+	$(BIN)/python tools/student_edition.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider

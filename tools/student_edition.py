@@ -1,0 +1,229 @@
+"""``make student``: the book without its solutions, for a course's students.
+
+Every chapter's exercises keep their text and starter code; every solution is removed: the
+directive form (```` ```{solution} label ```` ... ```` ``` ````) and the gated form
+(```` ```{solution-start} label ```` ... ```` ```{solution-end} ````, which may hold code cells).
+The edition is written to ``_build/student/``:
+
+- ``src/``: a copy of the book's sources (``_config.yml``, ``_toc.yml``, ``book/``, ``tools/``,
+  the chapters with solutions removed), built into ``html/`` with ``-W -n`` and without executing
+  the notebooks (the instructor's build executes them; a student runs them);
+- ``notebooks/<chapter>.ipynb``: each chapter as a notebook without outputs, for the students.
+
+Checks (any failure exits non-zero, so ``make test`` fails):
+
+- no line of any removed solution (ignoring short and structural lines) remains in the student
+  sources or in the built HTML;
+- no code cell outside a solution uses a name that only a solution defines (the student
+  notebook would fail there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+_FENCE = re.compile(r"^(`{3,}|:{3,})\{(solution|solution-start|solution-end)\}")
+_CODE = re.compile(r"^(`{3,})\{code-cell\}")
+NOTE = "% (solution removed in the student edition)"
+
+
+def _block_end(lines: list[str], i: int, fence: str) -> int:
+    """Index of the line that closes the directive opened at ``lines[i]`` with ``fence``."""
+    for j in range(i + 1, len(lines)):
+        s = lines[j].strip()
+        if s and set(s) == {fence[0]} and len(s) >= len(fence):
+            return j
+    raise ValueError(f"line {i + 1}: the directive opened by {fence!r} is never closed")
+
+
+def strip_solutions(text: str) -> tuple[str, list[str]]:
+    """``(student text, removed blocks)``: every solution directive and gated solution removed."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    removed: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if m is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, kind = m.groups()
+        if kind == "solution-end":
+            raise ValueError(f"line {i + 1}: {{solution-end}} without {{solution-start}}")
+        if kind == "solution":
+            end = _block_end(lines, i, fence)
+        else:  # gated: through the closing fence of the {solution-end} directive
+            start = i
+            j = i + 1
+            while j < len(lines):
+                m2 = _FENCE.match(lines[j])
+                if m2 and m2.group(2) == "solution-end":
+                    break
+                if m2 and m2.group(2) == "solution-start":
+                    raise ValueError(f"line {j + 1}: nested {{solution-start}} (line {start + 1})")
+                j += 1
+            if j == len(lines):
+                raise ValueError(f"line {i + 1}: {{solution-start}} without {{solution-end}}")
+            end = _block_end(lines, j, _FENCE.match(lines[j]).group(1))  # type: ignore[union-attr]
+        removed.append("".join(lines[i:end + 1]))
+        out.append(NOTE + "\n")
+        i = end + 1
+    return "".join(out), removed
+
+
+def leaked_lines(removed: list[str], student_text: str) -> list[str]:
+    """Substantive lines of removed solutions that still appear in ``student_text``."""
+    leaks = []
+    for block in removed:
+        for line in block.splitlines():
+            s = line.strip()
+            if len(s) < 30 or s.startswith((":", "```", "%", "#")) or s in leaks:
+                continue
+            if s in student_text:
+                leaks.append(s)
+    return leaks
+
+
+def _code_cells(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    cells, i = [], 0
+    while i < len(lines):
+        m = _CODE.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        end = _block_end(lines, i, m.group(1))
+        body = [ln for ln in lines[i + 1:end] if not re.match(r"^:\w[\w-]*:", ln)]
+        cells.append("".join(body))
+        i = end + 1
+    return cells
+
+
+def _names(code: str) -> tuple[set[str], set[str]]:
+    """(names bound, names loaded) by a code cell (IPython magics and shell lines dropped)."""
+    src = "\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!")))
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return set(), set()
+    bound: set[str] = set()
+    loaded: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store | ast.Del) else loaded).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return bound, loaded
+
+
+def names_only_in_solutions(removed: list[str], student_text: str) -> list[str]:
+    """Names that the student notebook's cells use but only a removed solution defines."""
+    sol_bound: set[str] = set()
+    for block in removed:
+        for cell in _code_cells(block):
+            sol_bound |= _names(cell)[0]
+    bound: set[str] = set()
+    loaded: set[str] = set()
+    for cell in _code_cells(student_text):
+        b, ld = _names(cell)
+        bound |= b
+        loaded |= ld
+    return sorted((loaded & sol_bound) - bound)
+
+
+def chapters(root: Path) -> list[Path]:
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files: list[str] = []
+
+    def walk(entries: list[dict]) -> None:
+        for e in entries:
+            if "file" in e:
+                files.append(str(e["file"]))
+            for key in ("parts", "chapters", "sections"):
+                walk(e.get(key, []))
+
+    walk([toc])
+    return [root / f"{f}.md" for f in files if f.startswith("notebooks/")
+            and (root / f"{f}.md").exists()]
+
+
+def write_edition(root: Path, out: Path) -> tuple[list[str], Path]:
+    """Write the student sources and notebooks; return the problems found and the source dir."""
+    src = out / "src"
+    if out.exists():
+        shutil.rmtree(out)
+    for name in ("_config.yml", "_toc.yml"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, src / name)
+    for d in ("book", "tools"):
+        shutil.copytree(root / d, src / d, ignore=shutil.ignore_patterns("__pycache__"))
+    config = (src / "_config.yml").read_text()
+    if "execute_notebooks: force" not in config:
+        raise ValueError("_config.yml: expected 'execute_notebooks: force' to switch off")
+    (src / "_config.yml").write_text(
+        config.replace("execute_notebooks: force", 'execute_notebooks: "off"')
+        .replace("title: ", "title: (Student edition) ", 1))
+    problems: list[str] = []
+    (out / "notebooks").mkdir(parents=True)
+    for chapter in chapters(root):
+        text = chapter.read_text(encoding="utf-8")
+        student, removed = strip_solutions(text)
+        for leak in leaked_lines(removed, student):
+            problems.append(f"{chapter.name}: solution text left in: {leak[:80]!r}")
+        for name in names_only_in_solutions(removed, student):
+            problems.append(f"{chapter.name}: a cell uses {name!r}, which only a solution defines")
+        target = src / "notebooks" / chapter.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(student, encoding="utf-8")
+        nb = jupytext.reads(student, fmt="md:myst")
+        nbformat.write(nb, out / "notebooks" / f"{chapter.stem}.ipynb")
+        print(f"student edition: {chapter.name}: {len(removed)} solutions removed")
+    return problems, src
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "student")
+    parser.add_argument("--no-build", action="store_true", help="write the sources only")
+    args = parser.parse_args(argv)
+    problems, src = write_edition(args.root, args.out)
+    if not args.no_build:
+        jb = Path(sys.executable).parent / "jupyter-book"
+        res = subprocess.run([str(jb), "build", str(src), "--all", "-W", "-n", "--keep-going",
+                              "--path-output", str(args.out)], capture_output=True, text=True)
+        if res.returncode != 0:
+            print(res.stdout[-4000:], res.stderr[-4000:], sep="\n")
+            problems.append("the student edition does not build (see above)")
+        else:
+            html = "\n".join(p.read_text(errors="replace")
+                             for p in (args.out / "_build" / "html").rglob("*.html"))
+            for chapter in chapters(args.root):
+                _, removed = strip_solutions(chapter.read_text(encoding="utf-8"))
+                plain = re.sub(r"<[^>]+>", "", html)
+                problems += [f"{chapter.name}: solution text in the built HTML: {leak[:80]!r}"
+                             for leak in leaked_lines(removed, plain)
+                             if not re.search(r"[$\\{}]", leak)]
+    for p in problems:
+        print("student edition: ERROR:", p, file=sys.stderr)
+    if not problems:
+        print(f"student edition: {args.out} (no solution text in it)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
