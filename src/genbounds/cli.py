@@ -5,13 +5,14 @@ Subcommands::
     python -m genbounds bounds [--paper KEY] [--kind KIND]      every registered bound, one a line
     python -m genbounds experiments                             every registered study
     python -m genbounds reproduce [--scale quick|paper] [--only NAME ...]
-                                  [--results-dir DIR] [--recompute-damaged]
-                                                                fill the results store (resumable)
+                                  [--results-dir DIR] [--recompute-damaged] [--recompute]
+                                  [--budget-minutes M]          fill the results store (resumable)
+    python -m genbounds reproduce --status [--scale S]          what is stored, in progress, missing
     python -m genbounds store check [--root DIR] ...            verify every stored result
 
 A damaged stored result stops ``reproduce`` with one message (which file, what is wrong, the
 command that repairs it) and exit status 3 (``genbounds.results.DAMAGE_EXIT_CODE``), without
-a traceback; a bad argument exits with status 2.
+a traceback; a bad argument (or a bad ``$GENBOUNDS_SCALE``) exits with status 2 and one line.
 """
 
 from __future__ import annotations
@@ -20,9 +21,18 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["BUDGET_MARGIN", "describe_estimate", "main"]
+
+BUDGET_MARGIN = 0.9
+"""Units are told to stop at this fraction of ``--budget-minutes`` (they stop at the next epoch
+boundary and save a checkpoint, which takes the rest)."""
+
+
+class UsageError(ValueError):
+    """A bad argument or environment: printed as one line, exit status 2."""
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
@@ -32,9 +42,12 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     if args.kind is not None:
         by_name = {k.name.lower(): k for k in BoundKind}
         if args.kind.lower() not in by_name:
-            print(f"--kind must be one of {sorted(by_name)}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--kind must be one of {sorted(by_name)}, got {args.kind!r}")
         kind = by_name[args.kind.lower()]
+    if args.paper is not None:
+        papers = sorted({b.paper for b in registered()})
+        if args.paper not in papers:
+            raise UsageError(f"--paper must be one of {papers}, got {args.paper!r}")
     bounds = registered(paper=args.paper, kind=kind)
     width = max(len(b.key) for b in bounds) if bounds else 0
     for b in bounds:
@@ -58,50 +71,114 @@ def _cmd_experiments(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe_estimate(e: Any, cfg: Any) -> str:
-    """The experiment's own estimate, else the measured-rate model of :mod:`genbounds.estimates`
-    (when that module knows the experiment), else ``"no estimate"``."""
+def describe_estimate(e: Any, cfg: Any, store: Any = None) -> str:
+    """The estimate of what is left to compute of ``e`` at ``cfg``.
+
+    With a ``store``, units already stored are not estimated: when every unit is stored this
+    costs no measurement (it says so, with the wall time the stored units record); otherwise
+    only the missing units are estimated. The experiment's own estimate comes first, else the
+    measured-rate model of :mod:`genbounds.estimates`, else ``"no estimate"``.
+    """
     from genbounds import estimates
 
+    if store is not None:
+        units = list(e.units(cfg))
+        missing = [u for u in units if not store.has(u)]
+        if not missing:
+            wall = 0.0
+            for u in units:
+                stored = store.load(u, on_code_change="warn", code_modules=e.code)
+                wall += stored.wall_time_s if stored is not None else 0.0
+            return (f"nothing to compute: all {len(units)} units stored "
+                    f"({wall / 60:.1f} min of measured wall time)")
+        if len(missing) < len(units) and e.estimate is None:
+            per_unit = estimates.unit_seconds(e.name, cfg)
+            if per_unit is not None and len(per_unit) == len(units):
+                left = sum(s for s, u in zip(per_unit, units, strict=True) if u in missing)
+                return (f"~{left / 60:.1f} min for the {len(missing)} missing of "
+                        f"{len(units)} units")
     est = e.estimate(cfg) if e.estimate is not None else estimates.estimate(e.name, cfg)
     return "no estimate" if est is None else str(est.describe())
 
 
-def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from genbounds.experiments import get_experiment, registered_experiments, reproduce
-    from genbounds.results import (
-        DamagedResultError,
-        ResultStore,
-        report_damage,
-        summarize_provenance,
-    )
+def _scale(args: argparse.Namespace) -> str:
     from genbounds.scale import get_scale
 
-    scale = args.scale or get_scale()
+    if args.scale is not None:
+        return str(args.scale)
     try:
-        exps = ([get_experiment(n) for n in args.only] if args.only
-                else registered_experiments())
+        return get_scale()
     except ValueError as err:
-        print(err, file=sys.stderr)
-        return 2
-    store = ResultStore(args.results_dir, namespace=scale)
+        raise UsageError(str(err)) from None
+
+
+def _store(args: argparse.Namespace, scale: str, repair: str | None = None) -> Any:
+    from genbounds.results import ResultStore
+
+    try:
+        return ResultStore(args.results_dir, namespace=scale, repair_command=repair)
+    except ValueError as err:
+        raise UsageError(f"--results-dir: {err}") from None
+
+
+def _experiments(args: argparse.Namespace) -> list[Any]:
+    from genbounds.experiments import get_experiment, registered_experiments
+
+    try:
+        return [get_experiment(n) for n in args.only] if args.only else registered_experiments()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from genbounds.experiments.registry import status_lines
+
+    scale = _scale(args)
+    store = _store(args, scale)
+    for e in _experiments(args):
+        for line in status_lines(e, scale, store=store):
+            print(line)
+    return 0
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.status:
+        return _cmd_status(args)
+    from genbounds.experiments.registry import sweep
+    from genbounds.results import DamagedResultError, report_damage, summarize_provenance
+
+    scale = _scale(args)
+    exps = _experiments(args)
+    store = _store(args, scale)
+    deadline = None
+    if args.budget_minutes is not None:
+        if not args.budget_minutes > 0:
+            raise UsageError(f"--budget-minutes must be > 0, got {args.budget_minutes}")
+        deadline = time.monotonic() + BUDGET_MARGIN * 60.0 * args.budget_minutes
     for e in exps:
         cfg = e.config(scale)
         n_units = len(e.units(cfg))
-        est = describe_estimate(e, cfg)
-        print(f"[{e.name}] scale={scale}, {n_units} units, estimate: {est}", flush=True)
+        print(f"[{e.name}] scale={scale}, {n_units} units, estimate: "
+              f"{describe_estimate(e, cfg, store)}", flush=True)
         t0 = time.perf_counter()
         try:
-            parts = reproduce(e, scale, store=store, progress=not args.no_progress,
-                              on_code_change=args.on_code_change,
-                              recompute_damaged=args.recompute_damaged)
+            report = sweep(e, scale, store=store, progress=not args.no_progress,
+                           on_code_change=args.on_code_change, recompute=args.recompute,
+                           recompute_damaged=args.recompute_damaged, deadline=deadline)
         except DamagedResultError as err:
             where = f" --results-dir {args.results_dir}" if args.results_dir else ""
             return int(report_damage(err, repair=(
                 f"python -m genbounds reproduce --only {e.name} --scale {scale}{where} "
                 "--recompute-damaged")))
+        if not report.complete:
+            print(report.describe(), flush=True)
+            left = [x.name for x in exps[exps.index(e) + 1:]]
+            if left:
+                print(f"not started: {', '.join(left)}", flush=True)
+            print("run the same command again to resume (checkpoints are kept)", flush=True)
+            return 0
         print(f"[{e.name}] done in {time.perf_counter() - t0:.1f} s: "
-              f"{summarize_provenance(parts)}", flush=True)
+              f"{summarize_provenance(report.done)}", flush=True)
     return 0
 
 
@@ -123,11 +200,23 @@ def _parser() -> argparse.ArgumentParser:
                    help="defaults to $GENBOUNDS_SCALE (quick if unset)")
     r.add_argument("--only", nargs="+", default=None, metavar="NAME",
                    help="only these experiments (see `python -m genbounds experiments`)")
-    r.add_argument("--results-dir", default=None, help="defaults to the book's results/")
+    r.add_argument("--results-dir", type=Path, default=None,
+                   help="defaults to the book's results/")
     r.add_argument("--recompute-damaged", action="store_true",
                    help="move damaged stored results aside and recompute them")
-    r.add_argument("--on-code-change", choices=("recompute", "warn", "error"),
-                   default="recompute", help="what to do with results made by other code")
+    r.add_argument("--recompute", action="store_true",
+                   help="recompute every unit (a paper result replaced is moved to "
+                        "<results>/_replaced/, never overwritten)")
+    r.add_argument("--on-code-change", choices=("recompute", "warn", "error"), default=None,
+                   help="what to do with results made by other code (default: recompute at "
+                        "quick scale, keep with a warning at paper scale)")
+    r.add_argument("--budget-minutes", type=float, default=None, metavar="M",
+                   help="stop cleanly before M minutes: the unit running is told to stop at "
+                        f"{BUDGET_MARGIN:.0%} of M, saves a checkpoint and is resumed by the "
+                        "next run; a summary says what is done, in progress and left")
+    r.add_argument("--status", action="store_true",
+                   help="compute nothing: list each unit as stored, in progress or missing, "
+                        "with the wall time and device it recorded")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     sub.add_parser("store", help="check / repair the results store (see `store --help`)",
                    add_help=False)
@@ -141,4 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"bounds": _cmd_bounds, "experiments": _cmd_experiments,
                "reproduce": _cmd_reproduce}[args.command]
-    return handler(args)
+    try:
+        return handler(args)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

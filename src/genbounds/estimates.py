@@ -57,7 +57,7 @@ from genbounds.train import (
 from genbounds.train.memory import activation_bytes_per_sample, available_memory_bytes
 
 __all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "Workload", "estimate", "forward_flops",
-           "matmul_gflops", "workloads"]
+           "matmul_gflops", "unit_seconds", "workloads"]
 
 #: Measured at the authors' protocol on the 2-core CPU (2026-11-26, load average 6-10,
 #: ``genbounds-bench --sections fit``; validation reduced to 200 samples; book/performance.md).
@@ -205,6 +205,11 @@ def _params_bytes(model: nn.Module) -> int:
 
 def _estimate_workloads(ws: Sequence[Workload], note: str) -> Estimate:
     """Calibrate the extreme units, scale the others by counted FLOPs (module docstring)."""
+    return _per_unit(ws, note)[1]
+
+
+def _per_unit(ws: Sequence[Workload], note: str) -> tuple[list[float], Estimate]:
+    """Seconds of each unit, and the experiment's :class:`Estimate` (their sum)."""
     t_start = time.perf_counter()
     dev = resolve_device(ws[0].device)
     flops = []
@@ -221,24 +226,26 @@ def _estimate_workloads(ws: Sequence[Workload], note: str) -> Estimate:
         return replace(ws[i], n_cal=max(8, min(ws[i].n_cal, n)))
 
     cal = {i: _measure(small(i)) for i in cal_idx}
-    seconds, peak = 0.0, 0.0
+    per_unit: list[float] = []
+    peak = 0.0
     budget = 0.5 * available_memory_bytes(dev)
     for i, w in enumerate(ws):
         j = min(cal_idx, key=lambda c: abs(math.log(max(flops[c], 1.0))
                                            - math.log(max(flops[i], 1.0))))
         r = cal[j]
         scale = flops[i] / r.flops if r.flops > 0 else 1.0
-        seconds += (w.epochs * (r.a + r.b * scale * w.n_train) + w.calls * r.setup
-                    + w.eval_samples * r.per_eval * scale)
+        per_unit.append(w.epochs * (r.a + r.b * scale * w.n_train) + w.calls * r.setup
+                        + w.eval_samples * r.per_eval * scale)
         m, _, _ = w.build(2)
         B = (w.batch_size or w.n_train) if w.epochs > 0 else 0  # init-only: no activations
         peak = max(peak, w.data_bytes + 6 * _params_bytes(m) + min(r.act * scale * B, budget))
     where = (torch.cuda.get_device_name(dev) if dev.type == "cuda"
              else f"this CPU ({torch.get_num_threads()} threads)")
     cal_s = time.perf_counter() - t_start
-    return Estimate(seconds=seconds, peak_bytes=peak, device=where,
-                    note=f"{note}; rates measured now on {len(cal_idx)} of {len(ws)} units "
-                         f"in {cal_s:.0f} s, others scaled by counted FLOPs")
+    return per_unit, Estimate(
+        seconds=sum(per_unit), peak_bytes=peak, device=where,
+        note=f"{note}; rates measured now on {len(cal_idx)} of {len(ws)} units "
+             f"in {cal_s:.0f} s, others scaled by counted FLOPs")
 
 
 # ---------------------------------------------------------------------------- the experiments
@@ -417,6 +424,15 @@ def workloads(experiment_name: str, config: Any) -> list[Workload] | None:
     """The :class:`Workload` of every unit of ``config`` (None for an unknown experiment)."""
     fn = KNOWN.get(experiment_name)
     return None if fn is None else fn(config)[0]
+
+
+def unit_seconds(experiment_name: str, config: Any) -> list[float] | None:
+    """Estimated seconds of each unit of ``config``, in unit order (None if unknown)."""
+    fn = KNOWN.get(experiment_name)
+    if fn is None:
+        return None
+    ws, note = fn(config)
+    return _per_unit(ws, note)[0] if ws else None
 
 
 def estimate(experiment_name: str, config: Any) -> Estimate | None:

@@ -20,20 +20,24 @@ and ``python -m genbounds experiments`` lists it, ``python -m genbounds reproduc
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from genbounds.results import ResultStore, StaleResultWarning, StoredResult, run_sweep
+from genbounds.results import ResultStore, StaleResultWarning, StoredResult
 from genbounds.scale import SCALES, get_scale
 
 __all__ = [
+    "DECLARED_FOR",
     "Estimate",
     "Experiment",
+    "SweepReport",
+    "Unfinished",
     "concatenate",
     "StoredUnits",
     "get_experiment",
@@ -41,8 +45,10 @@ __all__ = [
     "load_stored",
     "register_experiment",
     "registered_experiments",
+    "read_progress",
     "reproduce",
     "stored_units",
+    "sweep",
 ]
 
 
@@ -99,6 +105,18 @@ class Experiment:
         only these, so an edit elsewhere does not invalidate stored paper-scale results).
     estimate:
         Optional ``config -> Estimate`` printed before a run starts.
+    nonfinite:
+        Names (or :mod:`fnmatch` patterns) of the arrays a unit may return with NaN or inf
+        (histories padded after early stopping...); the store refuses NaN/inf elsewhere and
+        records the declaration (:attr:`StoredResult.nonfinite
+        <genbounds.results.StoredResult.nonfinite>`).
+    text:
+        Names (or patterns) of the arrays that may hold strings.
+    resumable:
+        True when ``run_unit`` honours :mod:`genbounds.train.checkpoint` (loads the current
+        checkpoint, saves it, raises ``BudgetExhausted`` at the deadline). A time budget then
+        starts a unit even when it cannot finish in the time left; a unit that is not
+        resumable is started only when its estimate fits.
     """
 
     name: str
@@ -109,12 +127,36 @@ class Experiment:
     run_unit: Callable[[Any, bool], Mapping[str, Any]]
     code: tuple[str, ...]
     estimate: Callable[[Any], Estimate] | None = None
+    nonfinite: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    resumable: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"name must be an identifier, got {self.name!r}")
         if not self.code:
             raise ValueError("code must name at least one module")
+        for name in ("nonfinite", "text"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not all(isinstance(v, str) and v for v in value):
+                raise ValueError(f"{name} must be a tuple of array names, got {value!r}")
+        if not isinstance(self.resumable, bool):
+            raise ValueError(f"resumable must be a bool, got {self.resumable!r}")
+
+    def declared(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(nonfinite, text)``: the arrays this experiment declares may hold NaN/inf or text
+        (its own declaration, else the transitional one in :data:`DECLARED_FOR`)."""
+        if self.nonfinite or self.text:
+            return self.nonfinite, self.text
+        return DECLARED_FOR.get(self.name, ((), ()))
+
+
+#: Declarations for the studies registered before :attr:`Experiment.nonfinite` and
+#: :attr:`Experiment.text` existed, as found in their code and in one unit of each run
+#: (see the report of issue #17). An experiment's own declaration replaces its entry here.
+DECLARED_FOR: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "effective_rank": (("*_spearman",), ("task",)),
+}
 
 
 _EXPERIMENTS: dict[str, Experiment] = {}
@@ -155,6 +197,84 @@ def _config(exp: Experiment, scale: str | None, config: Any) -> Any:
     return exp.config(scale)
 
 
+@dataclass
+class SweepReport:
+    """What a (possibly time-limited) run of an experiment's units did.
+
+    ``results`` holds each unit's stored result (``None`` for a unit not done);
+    ``in_progress`` lists ``(unit, epoch, total, checkpoint)`` for the units a time budget
+    stopped (this run's first, then older checkpoints); ``stopped`` says why the run stopped
+    early, if it did.
+    """
+
+    experiment: str
+    scale: str
+    units: list[Any]
+    results: list[StoredResult | None]
+    in_progress: list[tuple[Any, int | None, int | None, Path]] = field(default_factory=list)
+    stopped: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return all(r is not None for r in self.results)
+
+    @property
+    def done(self) -> list[StoredResult]:
+        return [r for r in self.results if r is not None]
+
+    @property
+    def left(self) -> list[Any]:
+        """Units neither done nor in progress."""
+        busy = [p[0] for p in self.in_progress]
+        return [u for u, r in zip(self.units, self.results, strict=True)
+                if r is None and not any(u is b for b in busy)]
+
+    def describe(self) -> str:
+        """Done / in progress (with its epoch) / left, in one paragraph."""
+        n = len(self.units)
+        computed = sum(r.fresh for r in self.done)
+        text = (f"[{self.experiment}] scale={self.scale}: {len(self.done)} of {n} units done "
+                f"({computed} computed now, {len(self.done) - computed} loaded)")
+        for unit, epoch, total, path in self.in_progress:
+            of = f" of {total}" if total is not None else ""
+            at = f"epoch {epoch}{of}" if epoch is not None else "epoch unknown"
+            text += f"; in progress: unit {_unit_label(unit)} ({at}), checkpoint {path}"
+        if self.left:
+            text += f"; left: {len(self.left)} unit(s)"
+        if self.stopped:
+            text += f"; stopped: {self.stopped}"
+        return text
+
+
+def _unit_label(unit: Any) -> str:
+    """A short name of a unit config: its non-default fields, else its repr."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(unit) and not isinstance(unit, type):
+        parts = []
+        for f in dataclasses.fields(unit):
+            value = getattr(unit, f.name)
+            default = f.default if f.default is not dataclasses.MISSING else None
+            if value != default and isinstance(value, int | float | str | bool):
+                parts.append(f"{f.name}={value}")
+        return f"{type(unit).__name__}({', '.join(parts[:4])})"
+    return repr(unit)[:60]
+
+
+class Unfinished(RuntimeError):  # noqa: N818 (a normal end of a budgeted run)
+    """:func:`reproduce` stopped before every unit was done (a time budget); ``report`` says
+    what is done, in progress and left."""
+
+    def __init__(self, report: SweepReport) -> None:
+        self.report = report
+        super().__init__(report.describe())
+
+
+def _default_policy(scale: str) -> str:
+    """Paper results are kept and warned about when the code changed; quick ones recomputed."""
+    return "warn" if scale == "paper" else "recompute"
+
+
 def reproduce(
     exp: Experiment | str,
     scale: str | None = None,
@@ -162,29 +282,220 @@ def reproduce(
     config: Any = None,
     store: ResultStore | None = None,
     progress: bool = False,
-    on_code_change: str = "recompute",
+    on_code_change: str | None = None,
     recompute_damaged: bool = False,
+    recompute: bool = False,
+    deadline: float | None = None,
 ) -> list[StoredResult]:
     """Compute (or load) every unit of ``exp`` at ``scale`` through the results store.
 
-    Units already stored by the same code are loaded; missing ones are computed and stored as
-    soon as each finishes (:func:`genbounds.results.run_sweep`: several workers on one store
-    split the units between them). ``config`` overrides the preset (a notebook's reduced sweep).
+    Units already stored are loaded; missing ones are computed and stored as soon as each
+    finishes (several workers on one store split the units between them). ``config``
+    overrides the preset (a notebook's reduced sweep).
+
+    A unit stored by code that changed since is recomputed at quick scale and **kept, with a
+    StaleResultWarning, at paper scale** (``on_code_change`` overrides: ``"recompute"``,
+    ``"warn"``, ``"error"``); ``recompute=True`` recomputes every unit. A paper-scale result
+    recomputed over is moved to ``<root>/_replaced/`` first, never overwritten.
+
+    ``deadline`` (a :func:`time.monotonic` instant) is the time budget: see :func:`sweep`;
+    :class:`Unfinished` is raised when it stops the run before every unit is done.
     """
-    e = get_experiment(exp) if isinstance(exp, str) else exp
-    cfg = _config(e, scale, config)
+    report = sweep(exp, scale, config=config, store=store, progress=progress,
+                   on_code_change=on_code_change, recompute_damaged=recompute_damaged,
+                   recompute=recompute, deadline=deadline)
+    if not report.complete:
+        raise Unfinished(report)
+    return report.done
+
+
+def _unit_seconds(e: Experiment, cfg: Any, units: Sequence[Any]) -> list[float | None]:
+    """Estimated seconds of each unit (``None`` where nothing estimates it)."""
+    try:
+        from genbounds import estimates
+
+        per_unit = estimates.unit_seconds(e.name, cfg)
+        if per_unit is not None and len(per_unit) == len(units):
+            return list(per_unit)
+        est = e.estimate(cfg) if e.estimate is not None else None
+    except Exception:  # an estimate must never stop a run  # noqa: BLE001
+        return [None] * len(units)
+    if est is None:
+        return [None] * len(units)
+    return [est.seconds / len(units)] * len(units)
+
+
+class _Bar:
+    """A progress bar over units whose postfix is the estimated time left."""
+
+    def __init__(self, enabled: bool, total: int, seconds: list[float | None]) -> None:
+        self.seconds = seconds
+        self.bar: Any = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="units", unit="unit")
+
+    def step(self, done: Sequence[bool], label: str) -> None:
+        if self.bar is None:
+            return
+        left = [s for s, d in zip(self.seconds, done, strict=True) if not d]
+        known = [s for s in left if s is not None]
+        eta = f"~{sum(known) / 60:.1f} min left" if known else "no estimate"
+        self.bar.n = sum(done)
+        self.bar.set_postfix_str(f"{label}; {eta}"[:70], refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _sweep_context(e: Experiment, scale: str | None, config: Any, store: ResultStore | None
+                   ) -> tuple[str, Any, list[Any], ResultStore]:
+    scale_name = _scale_of(scale if scale is not None else get_scale())
+    cfg = _config(e, scale_name, config)
     units = list(e.units(cfg))
     if not units:
         raise ValueError(f"experiment {e.name!r} produced no units for {cfg!r}")
     if store is None:
-        store = ResultStore(namespace=scale or get_scale())
-    device = getattr(units[0], "device", "auto")
-    return run_sweep(
-        store, units, lambda u: e.run_unit(u, progress), device=device,
-        on_code_change=on_code_change,  # type: ignore[arg-type]
-        progress=progress and len(units) > 1, code_modules=e.code,
-        recompute_damaged=recompute_damaged,
-    )
+        store = ResultStore(namespace=scale_name)
+    return scale_name, cfg, units, store
+
+
+def sweep(
+    exp: Experiment | str,
+    scale: str | None = None,
+    *,
+    config: Any = None,
+    store: ResultStore | None = None,
+    progress: bool = False,
+    on_code_change: str | None = None,
+    recompute_damaged: bool = False,
+    recompute: bool = False,
+    deadline: float | None = None,
+) -> SweepReport:
+    """As :func:`reproduce`, but returns a :class:`SweepReport` instead of raising when a time
+    budget stops it.
+
+    Each unit to compute runs inside :func:`genbounds.train.checkpoint.unit_checkpoint` with
+    its checkpoint (:meth:`ResultStore.checkpoint_path
+    <genbounds.results.ResultStore.checkpoint_path>`) and ``deadline``: a resumable
+    experiment loads an interrupted run's state, saves its own and raises
+    ``BudgetExhausted`` at the deadline; the sweep then stops (no further unit) and reports the
+    unit as in progress. The checkpoint is removed once the unit's result is stored. Before a
+    unit starts, its estimate is compared with the time left: a unit that is not resumable and
+    would not finish is not started (the report says so).
+    """
+    e = get_experiment(exp) if isinstance(exp, str) else exp
+    scale_name, cfg, units, store = _sweep_context(e, scale, config, store)
+    policy = on_code_change if on_code_change is not None else _default_policy(scale_name)
+    nonfinite, text = e.declared()
+    options: dict[str, Any] = {
+        "device": getattr(units[0], "device", "auto"), "on_code_change": policy,
+        "code_modules": e.code, "recompute_damaged": recompute_damaged,
+        "nonfinite": nonfinite, "text": text}
+    report = SweepReport(e.name, scale_name, units, [None] * len(units))
+    seconds: list[float | None] = [None] * len(units)
+    if (deadline is not None or progress) and (recompute or not all(store.has(u)
+                                                                    for u in units)):
+        seconds = _unit_seconds(e, cfg, units)  # measures rates: only when there is work
+    bar = _Bar(progress and len(units) > 1, len(units), seconds)
+    try:
+        for blocking in (False, True):  # first pass skips units other workers hold
+            for i, unit in enumerate(units):
+                if report.results[i] is not None:
+                    continue
+                if not _run_one(e, store, unit, i, report, options, deadline, seconds[i],
+                                progress, recompute, blocking):
+                    _older_checkpoints(store, report)
+                    return report
+                bar.step([r is not None for r in report.results], _unit_label(unit))
+    finally:
+        bar.close()
+    return report
+
+
+def _older_checkpoints(store: ResultStore, report: SweepReport) -> None:
+    """Add the units not done that hold a checkpoint of an earlier run to ``in_progress``."""
+    current = [p[0] for p in report.in_progress]
+    for unit, result in zip(report.units, report.results, strict=True):
+        path = store.unit(unit).checkpoint
+        if result is None and not any(unit is c for c in current) and path.is_file():
+            at = read_progress(path)
+            report.in_progress.append((unit, None if at is None else at[0],
+                                       None if at is None else at[1], path))
+
+
+def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: SweepReport,
+             options: dict[str, Any], deadline: float | None, est: float | None,
+             progress: bool, recompute: bool, blocking: bool) -> bool:
+    """Load or compute one unit into ``report``; False when the budget stops the sweep."""
+    if deadline is not None and (recompute or not store.has(unit)):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            report.stopped = "the time budget is spent"
+            return False
+        if not e.resumable and (est is None or est > left):
+            why = "no estimate" if est is None else f"its estimate is {est / 60:.1f} min"
+            report.stopped = (f"unit {_unit_label(unit)} not started: {why}, "
+                              f"{left / 60:.1f} min of the budget left, and "
+                              f"{e.name} cannot stop mid-unit (not resumable)")
+            return False
+    path = store.checkpoint_path(unit)
+
+    def compute(u: Any) -> Mapping[str, Any]:
+        from genbounds.train.checkpoint import UnitCheckpoint, unit_checkpoint
+
+        with unit_checkpoint(UnitCheckpoint(path=path, deadline=deadline)):
+            return e.run_unit(u, progress)
+
+    from genbounds.train.checkpoint import BudgetExhausted
+
+    try:
+        if recompute:
+            result: StoredResult | None = store.run(unit, compute, recompute=True, **options)
+        elif blocking:
+            result = store.run(unit, compute, **options)
+        else:
+            result = store.try_run(unit, compute, **options)
+    except BudgetExhausted as stop:
+        report.in_progress.append((unit, stop.epoch, stop.total, stop.path))
+        _write_progress(path, stop.epoch, stop.total)
+        report.stopped = "the time budget is spent"
+        return False
+    if result is not None:
+        report.results[i] = result
+        for leftover in (path, _progress_path(path)):
+            leftover.unlink(missing_ok=True)
+    return True
+
+
+def _progress_path(checkpoint: Path) -> Path:
+    return checkpoint.with_suffix(".progress.json")
+
+
+def _write_progress(checkpoint: Path, epoch: int, total: int | None) -> None:
+    """Next to a checkpoint: how far the unit got (read by :func:`status`)."""
+    import datetime as _dt
+    import json
+
+    from genbounds.results.files import atomic_write
+
+    when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    atomic_write(_progress_path(checkpoint),
+                 json.dumps({"epoch": epoch, "total": total, "saved_utc": when}).encode())
+
+
+def read_progress(checkpoint: Path) -> tuple[int, int | None] | None:
+    """``(epoch, total)`` recorded next to a checkpoint, or ``None``."""
+    import json
+
+    try:
+        data = json.loads(_progress_path(checkpoint).read_text())
+        return int(data["epoch"]), (None if data["total"] is None else int(data["total"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def concatenate(parts: Sequence[StoredResult]) -> dict[str, np.ndarray]:
@@ -209,10 +520,11 @@ def load_or_run(
 ) -> tuple[dict[str, np.ndarray], list[StoredResult]]:
     """What a notebook calls: the experiment's arrays and the stored parts (their provenance).
 
-    Stored units made by other code are recomputed (never shown silently).
+    Stored units made by other code are recomputed at quick scale; at paper scale they are
+    kept and shown with a :class:`~genbounds.results.StaleResultWarning` (each part's
+    ``stale`` is True), never recomputed or overwritten silently.
     """
-    parts = reproduce(exp, scale, config=config, store=store, progress=progress,
-                      on_code_change="recompute")
+    parts = reproduce(exp, scale, config=config, store=store, progress=progress)
     return concatenate(parts), parts
 
 
@@ -331,3 +643,50 @@ def load_stored(
     if not found.complete:
         return None
     return concatenate(found.present), found.present
+
+
+def status_lines(
+    exp: Experiment | str, scale: str = "paper", *, store: ResultStore | None = None,
+    config: Any = None,
+) -> list[str]:
+    """What the store holds of ``exp`` at ``scale``, one line per unit and a summary line.
+
+    Each unit is *stored* (with the wall time, device and date its provenance records; *stale*
+    when its code changed since), *in progress* (a checkpoint of a run a time budget stopped,
+    with its epoch), *missing*, or *damaged* (with the problem). Computes nothing.
+    """
+    from genbounds.results import DamagedResultError
+
+    e = get_experiment(exp) if isinstance(exp, str) else exp
+    scale_name, _, units, store = _sweep_context(e, scale, config, store)
+    lines, counts, wall = [], {"stored": 0, "in progress": 0, "missing": 0, "damaged": 0}, 0.0
+    for unit in units:
+        label = _unit_label(unit)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", StaleResultWarning)
+                found = store.load(unit, on_code_change="warn", code_modules=e.code, wait_s=1.0)
+        except DamagedResultError as err:
+            counts["damaged"] += 1
+            lines.append(f"  damaged      {label}: {err.problem}")
+            continue
+        if found is not None:
+            counts["stored"] += 1
+            wall += found.wall_time_s
+            stale = ", STALE (code changed since)" if found.stale else ""
+            lines.append(f"  stored       {label}: {found.wall_time_s / 60:.1f} min on "
+                         f"{found.device}, {found.created_utc}{stale}")
+            continue
+        checkpoint = store.unit(unit).checkpoint
+        if checkpoint.is_file():
+            counts["in progress"] += 1
+            at = read_progress(checkpoint)
+            where = ("" if at is None else
+                     f" (epoch {at[0]}" + (f" of {at[1]}" if at[1] is not None else "") + ")")
+            lines.append(f"  in progress  {label}{where}: checkpoint {checkpoint}")
+            continue
+        counts["missing"] += 1
+        lines.append(f"  missing      {label}")
+    head = (f"[{e.name}] scale={scale_name}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+            + f" of {len(units)} units; {wall / 3600:.2f} h of stored wall time")
+    return [head, *lines]

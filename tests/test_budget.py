@@ -1,0 +1,190 @@
+"""The time budget: reproduce stops mid-unit, keeps a checkpoint, resumes to the same result.
+
+A tiny resumable experiment is registered here; its loop follows the protocol of
+:mod:`genbounds.train.checkpoint`. Time is a fake clock that each epoch advances by one second,
+so the test does not depend on the machine's load.
+"""
+
+from __future__ import annotations
+
+import types
+import warnings
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from genbounds import cli
+from genbounds.experiments import registry
+from genbounds.experiments.registry import (
+    Estimate,
+    Experiment,
+    Unfinished,
+    register_experiment,
+    reproduce,
+    status_lines,
+    sweep,
+)
+from genbounds.results import ResultStore, StaleResultWarning
+from genbounds.results import provenance as prov
+from genbounds.train import checkpoint as ckpt_module
+from genbounds.train.checkpoint import BudgetExhausted, current_checkpoint
+
+EPOCHS = 6
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@dataclass(frozen=True)
+class Step:
+    PROTOCOL_VERSION: ClassVar[int] = 1
+    n: int
+
+
+RUN: dict[str, Any] = {"epochs": [], "clock": None}
+
+
+def run_unit(u: Step, progress: bool) -> dict[str, Any]:
+    """A loop that honours the checkpoint protocol: load, run epochs, save, stop on time."""
+    ck = current_checkpoint()
+    state = ck.load() if ck is not None else None
+    start, x = (0, np.zeros(3)) if state is None else (int(state["epoch"]),
+                                                        state["x"].numpy().copy())
+    for epoch in range(start, EPOCHS):
+        x = x + np.random.default_rng([u.n, epoch]).normal(size=3)
+        RUN["epochs"].append((u.n, epoch))
+        if RUN["clock"] is not None:
+            RUN["clock"].now += 1.0  # one epoch: one second
+        if ck is not None and ck.out_of_time() and epoch + 1 < EPOCHS:
+            import torch
+
+            ck.save({"epoch": epoch + 1, "x": torch.from_numpy(x)})
+            raise BudgetExhausted(epoch + 1, EPOCHS, ck.path)
+    return {"x": x[None], "n": np.array([u.n])}
+
+
+@pytest.fixture()
+def fake(monkeypatch):
+    clock = Clock()
+    fake_time = types.SimpleNamespace(monotonic=clock.monotonic)
+    monkeypatch.setattr(ckpt_module, "time", fake_time)
+    monkeypatch.setattr(registry, "time", fake_time)
+    monkeypatch.setattr(cli, "time", types.SimpleNamespace(monotonic=clock.monotonic,
+                                                           perf_counter=clock.monotonic))
+    RUN["epochs"], RUN["clock"] = [], clock
+    exp = register_experiment(Experiment(
+        name="fake_budget", chapter="notebooks/none.md", description="test",
+        config=lambda scale: (1, 2, 3), units=lambda cfg: [Step(n) for n in cfg],
+        run_unit=run_unit, code=("genbounds.scale",), resumable=True,
+        estimate=lambda cfg: Estimate(seconds=EPOCHS * len(cfg), peak_bytes=0, device="cpu")))
+    yield exp, clock
+    registry._EXPERIMENTS.pop("fake_budget", None)
+    RUN["clock"] = None
+
+
+def test_budget_stops_mid_unit_and_the_rerun_resumes_to_the_same_arrays(tmp_path, fake) -> None:
+    exp, clock = fake
+    reference = reproduce(exp, "quick", store=ResultStore(tmp_path / "ref", "quick"))
+    epochs_uninterrupted = len(RUN["epochs"])
+    assert epochs_uninterrupted == 3 * EPOCHS
+    RUN["epochs"].clear()
+
+    store = ResultStore(tmp_path / "s", "quick")
+    report = sweep(exp, "quick", store=store, deadline=clock.now + EPOCHS + 2.5)
+    assert not report.complete and [r is not None for r in report.results] == [True, False,
+                                                                               False]
+    ((unit, epoch, total, path),) = report.in_progress
+    assert unit == Step(2) and epoch == 3 and total == EPOCHS
+    assert path == store.checkpoint_path(Step(2)) and path.is_file()
+    assert report.left == [Step(3)]
+    text = report.describe()
+    assert "1 of 3 units done" in text and "(epoch 3 of 6)" in text and "left: 1" in text
+    assert "in progress" in status_lines(exp, "quick", store=store)[0]
+    assert any("in progress" in line and "(epoch 3 of 6)" in line
+               for line in status_lines(exp, "quick", store=store))
+    with pytest.raises(Unfinished, match=r"in progress: unit Step\(n=2\) \(epoch 3 of 6\)"):
+        reproduce(exp, "quick", store=store, deadline=clock.now)  # no time left at all
+    # rerun without a budget: unit 2 resumes at epoch 3, unit 3 runs whole
+    RUN["epochs"].clear()
+    done = reproduce(exp, "quick", store=store)
+    assert RUN["epochs"] == [(2, e) for e in range(3, EPOCHS)] + [(3, e) for e in range(EPOCHS)]
+    for a, b in zip(done, reference, strict=True):
+        np.testing.assert_array_equal(a.arrays["x"], b.arrays["x"])
+    assert not path.exists() and not store.in_progress(Step(2))
+    head = status_lines(exp, "quick", store=store)[0]
+    assert "3 stored, 0 in progress, 0 missing, 0 damaged" in head
+
+
+def test_a_unit_that_cannot_finish_and_cannot_stop_is_not_started(tmp_path, fake) -> None:
+    exp, clock = fake
+    slow = Experiment(name="fake_budget_slow", chapter="x.md", description="x",
+                      config=exp.config, units=exp.units, run_unit=run_unit, code=exp.code,
+                      estimate=lambda cfg: Estimate(seconds=600.0 * len(cfg), peak_bytes=0,
+                                                    device="cpu"))
+    store = ResultStore(tmp_path, "quick")
+    report = sweep(slow, "quick", store=store, deadline=clock.now + 60.0)
+    assert report.done == [] and report.in_progress == [] and RUN["epochs"] == []
+    assert "not started" in (report.stopped or "") and "10.0 min" in report.stopped  # type: ignore[operator]
+    assert "not resumable" in report.describe()
+
+
+def test_cli_budget_prints_done_in_progress_left_and_exits_0(tmp_path, fake, capsys) -> None:
+    exp, clock = fake
+    code = cli.main(["reproduce", "--only", "fake_budget", "--scale", "quick", "--results-dir",
+                     str(tmp_path), "--no-progress", "--budget-minutes",
+                     str((EPOCHS + 2.5) / 60 / cli.BUDGET_MARGIN)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "1 of 3 units done" in out and "in progress" in out and "(epoch 3 of 6)" in out
+    assert "run the same command again to resume" in out
+    assert cli.main(["reproduce", "--status", "--only", "fake_budget", "--scale", "quick",
+                     "--results-dir", str(tmp_path)]) == 0
+    status = capsys.readouterr().out
+    assert "1 stored, 1 in progress, 1 missing" in status and "min on cpu" in status
+    assert cli.main(["reproduce", "--only", "fake_budget", "--scale", "quick", "--results-dir",
+                     str(tmp_path), "--no-progress"]) == 0
+    assert "estimate: ~" in capsys.readouterr().out
+    assert cli.main(["reproduce", "--only", "fake_budget", "--scale", "quick", "--results-dir",
+                     str(tmp_path), "--no-progress"]) == 0
+    assert "nothing to compute: all 3 units stored" in capsys.readouterr().out
+
+
+def test_paper_results_are_kept_and_warned_not_recomputed(tmp_path, fake, monkeypatch) -> None:
+    exp, clock = fake
+    store = ResultStore(tmp_path, "paper")
+    real = prov.code_fingerprint
+    monkeypatch.setattr(prov, "code_fingerprint", lambda modules=None: "0" * 16)
+    first = reproduce(exp, "paper", store=store)  # stored by "older code"
+    monkeypatch.setattr(prov, "code_fingerprint", real)
+    RUN["epochs"].clear()
+    with pytest.warns(StaleResultWarning, match="different genbounds code"):
+        kept = reproduce(exp, "paper", store=ResultStore(tmp_path, "paper"))
+    assert RUN["epochs"] == [] and all(r.stale and not r.fresh for r in kept)
+    with pytest.warns(StaleResultWarning):
+        arrays, parts = registry.load_or_run(exp, "paper", store=ResultStore(tmp_path, "paper"))
+    assert RUN["epochs"] == []
+    # recompute only when asked; the old records are moved aside, never overwritten
+    old_bytes = first[0].path.read_bytes()
+    fresh_store = ResultStore(tmp_path, "paper")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StaleResultWarning)
+        redone = reproduce(exp, "paper", store=fresh_store, on_code_change="recompute")
+    assert all(r.fresh and not r.stale for r in redone)
+    assert len(fresh_store.replaced) == 3
+    moved = fresh_store.replaced[0] / first[0].path.name
+    assert moved.read_bytes() == old_bytes and moved.is_relative_to(tmp_path / "_replaced")
+    # quick scale keeps recomputing stale results
+    quick = ResultStore(tmp_path, "quick")
+    monkeypatch.setattr(prov, "code_fingerprint", lambda modules=None: "0" * 16)
+    reproduce(exp, "quick", store=quick)
+    monkeypatch.setattr(prov, "code_fingerprint", real)
+    RUN["epochs"].clear()
+    assert all(r.fresh for r in reproduce(exp, "quick", store=quick))
+    assert not (tmp_path / "_replaced" / "quick").exists() and quick.replaced == []
