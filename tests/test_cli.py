@@ -39,3 +39,31 @@ def test_module_entry_point_runs() -> None:
     bad = subprocess.run([sys.executable, "-m", "genbounds", "reproduce", "--only", "nope"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "no experiment 'nope'" in bad.stderr
+
+
+def test_bad_arguments_give_one_line_and_a_nonzero_status(tmp_path, capsys, monkeypatch) -> None:
+    a_file = tmp_path / "not_a_dir"
+    a_file.write_text("x")
+    assert main(["reproduce", "--only", "sparse_majority", "--results-dir", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --results-dir") and "not a directory" in err
+    assert main(["bounds", "--paper", "bogus"]) == 2
+    assert "--paper must be one of" in capsys.readouterr().err
+    monkeypatch.setenv("GENBOUNDS_SCALE", "bogus")
+    assert main(["reproduce", "--status", "--only", "sparse_majority"]) == 2
+    assert "GENBOUNDS_SCALE must be one of" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["store", "check", "--scale", "bogus"])
+    assert info.value.code == 2
+
+
+def test_bad_environment_is_one_line_without_traceback(tmp_path) -> None:
+    import os
+
+    env = dict(os.environ, GENBOUNDS_SCALE="bogus", GENBOUNDS_RESULTS_DIR=str(tmp_path))
+    res = subprocess.run([sys.executable, "-m", "genbounds", "reproduce", "--only",
+                          "sparse_majority"], capture_output=True, text=True, timeout=300,
+                         env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "error: GENBOUNDS_SCALE must be one of ('quick', 'paper'), got 'bogus'"]
