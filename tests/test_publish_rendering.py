@@ -32,7 +32,10 @@ PAGE = """<!DOCTYPE html>
 <p>Inline <span class="math">\\(x^2 + \\sum_i a_i\\)</span> and a figure:</p>
 <img src="{prefix}_static/figure.png" alt="a figure">
 <p><a href="{prefix}good.html#top">back to the clean page</a></p>
-<div class="scroll"><table><tr><td style="white-space: nowrap">{wide}</td></tr></table></div>
+<div class="scroll full-width"><table><tr><td style="white-space: nowrap">{wide}</td></tr></table>
+</div>
+<div class="cell tag_expect-nan"><div class="cell_output"><pre>ratio at n = 0: nan</pre></div></div>
+<div class="cell"><div class="cell_output"><pre>information: 0.25 (finite)</pre></div></div>
 {body}
 </article></body></html>
 """
@@ -48,6 +51,16 @@ FAULTS = {
     "js_error": ("JavaScript error", "<script>undefinedFunction();</script>"),
     "overflow": ("horizontal overflow", '<div style="width: 1500px">too wide</div>'),
     "external": ("request outside the site", '<img src="http://127.0.0.2:9/x.png" alt="x">'),
+    "shrunk_image": ("image shown at", '<img src="_static/big.png" style="width: 300px" alt="b">'),
+    "wide_table": ("table wider than the column",
+                   '<div class="scroll"><table><tr><td style="white-space: nowrap">'
+                   + "sixteen columns of numbers " * 12 + "</td></tr></table></div>"),
+    "tex_word": ("TeX control word in the text", "<p>so that |f vert &le; A for all f</p>"),
+    "nan_output": ("nan/inf in an output", '<div class="cell"><div class="cell_output">'
+                   "<pre>largest exact tail / Hoeffding bound: nan</pre></div></div>"),
+    "warning_output": ("Python warning in an output",
+                       '<div class="cell"><div class="cell_output"><pre>/x.py:3: RuntimeWarning:'
+                       " invalid value encountered in divide</pre></div></div>"),
 }
 
 
@@ -70,6 +83,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, cr.PageResult]
     buf = io.BytesIO()
     Image.new("RGB", (40, 20), "steelblue").save(buf, format="PNG")
     (static / "figure.png").write_bytes(buf.getvalue())
+    buf = io.BytesIO()
+    Image.new("RGB", (1000, 400), "darkorange").save(buf, format="PNG")
+    (static / "big.png").write_bytes(buf.getvalue())
     wide = "a long table row that scrolls inside its container " * 8
     pages = {"good": ""} | {name: body for name, (_, body) in FAULTS.items()}
     for name, body in pages.items():

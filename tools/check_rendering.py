@@ -10,7 +10,13 @@ MathJax (served from the site itself, as on an offline copy), and fails when a p
 - a link or cross-reference to a page or anchor that does not exist in the site;
 - a JavaScript error, or a request that failed, or a request for anything not on the site itself;
 - horizontal overflow: content wider than the text column (outside the scrollable containers the
-  theme provides for code, tables and wide equations), or a page wider than the window.
+  theme provides for code, tables and wide equations), or a page wider than the window;
+- an image displayed below 60% of its natural width (a figure too large for the ~690 px column,
+  shrunk until its fonts are unreadable), or a table wider than the column even inside its
+  scrolling container (either allowed only under an element with class ``full-width``);
+- a TeX control word in running text that lost its backslash (``vert``, ``frac``, ...);
+- ``nan`` / ``inf`` or a Python warning in a cell's output, unless the cell is tagged
+  ``expect-nan`` / ``expect-warning`` (and the text says why).
 
 It saves a full-page screenshot of every page to ``<out>/<docname>.png`` and a JSON report to
 ``<out>/report.json``. Exit status 0 when every page passes, 1 otherwise, 2 when the browser or
@@ -57,7 +63,10 @@ const describe = (el) => {
   return `<${el.tagName.toLowerCase()}${cls ? '.' + cls : ''}> ${text}`;
 };
 const out = {mathErrors: [], unrendered: [], rawTex: [], brokenImages: [], links: [],
-             overflow: [], external: [], pageOverflow: 0, mathCount: 0, imageCount: 0};
+             overflow: [], external: [], pageOverflow: 0, mathCount: 0, imageCount: 0,
+             shrunk: [], wideTables: [], texWords: [], badOutputs: []};
+// a reader-facing exception is marked on the element or an ancestor with class "full-width"
+const marked = (el) => el.closest('.full-width') !== null;
 for (const el of document.querySelectorAll('mjx-merror, [data-mjx-error]')) {
   out.mathErrors.push((el.getAttribute('data-mjx-error') || '') + ' | ' + describe(el));
 }
@@ -79,6 +88,11 @@ const texCommands = ['begin', 'end', 'frac', 'mathbb', 'mathcal', 'mathrm', 'ope
   'delta', 'epsilon', 'varepsilon', 'sigma', 'xi', 'infty'];
 const texRe = new RegExp('(^|[^\\\\])\\$\\$?[^$\\s][^$]*\\$|\\\\[\\(\\[]|\\\\('
   + texCommands.join('|') + ')\\b');
+// TeX control words that lost their backslash (e.g. "|f vert <= A" from a broken \rvert)
+const texWords = ['[lr]?[vV]ert', 'd?frac', 'tfrac', 'mathbb', 'mathcal', 'mathrm', 'mathfrak',
+  'mathsf', 'operatorname', 'langle', 'rangle', 'infty', 'leq', 'geq', 'lesssim', 'gtrsim',
+  'cdots', 'ldots', 'varepsilon'];
+const texWordRe = new RegExp('\\b(' + texWords.join('|') + ')\\b');
 const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
 while (walker.nextNode()) {
   const node = walker.currentNode;
@@ -86,6 +100,39 @@ while (walker.nextNode()) {
   if (!parent || parent.closest(skip)) continue;
   const m = node.textContent.match(texRe);
   if (m) out.rawTex.push(`${m[0].slice(0, 40)} in ${describe(parent)}`);
+  const w = node.textContent.match(texWordRe);
+  if (w && !m) out.texWords.push(`"${w[0]}" in ${describe(parent)}`);
+}
+const colWidth = article.getBoundingClientRect().width;
+for (const img of article.querySelectorAll('img')) {
+  if (marked(img) || img.naturalWidth < 200 || img.clientWidth === 0) continue;
+  const f = img.clientWidth / img.naturalWidth;
+  if (f < 0.6) {
+    out.shrunk.push(`${Math.round(100 * f)}% of its natural width (${img.naturalWidth}px shown `
+      + `at ${img.clientWidth}px): ${(img.currentSrc || img.src).split('/').pop().slice(0, 60)}`);
+  }
+}
+for (const t of article.querySelectorAll('table')) {
+  const w = t.getBoundingClientRect().width;
+  if (!marked(t) && w > colWidth + 1) {
+    out.wideTables.push(`${Math.round(w)}px in a ${Math.round(colWidth)}px column: ${describe(t)}`);
+  }
+}
+// outputs: nan / inf / a Python warning, unless the cell is tagged expect-nan / expect-warning
+for (const o of article.querySelectorAll('.cell_output')) {
+  const cell = o.closest('.cell');
+  const tags = cell ? (cell.getAttribute('class') || '') : '';
+  const text = o.textContent || '';
+  const nan = text.match(/(^|[^\w.])(nan|NaN|-?inf)(?![\w])/);
+  if (nan && !/\btag_expect-nan\b/.test(tags)) {
+    out.badOutputs.push(`nan/inf in an output: "${text.slice(Math.max(0, nan.index - 30),
+      nan.index + 20).replace(/\s+/g, ' ')}"`);
+  }
+  const warn = text.match(/\b\w*Warning\b:/);
+  if (warn && !/\btag_expect-warning\b/.test(tags)) {
+    out.badOutputs.push(`Python warning in an output: "${text.slice(warn.index,
+      warn.index + 80).replace(/\s+/g, ' ')}"`);
+  }
 }
 for (const img of document.images) {
   out.imageCount += 1;
@@ -325,6 +372,10 @@ def check_page(
     result.errors += [f"raw TeX in the text: {e}" for e in info["rawTex"]]
     result.errors += [f"image did not load: {e}" for e in info["brokenImages"]]
     result.errors += [f"horizontal overflow: {e}" for e in info["overflow"]]
+    result.errors += [f"image shown at {e}" for e in info["shrunk"]]
+    result.errors += [f"table wider than the column: {e}" for e in info["wideTables"]]
+    result.errors += [f"TeX control word in the text: {e}" for e in info["texWords"]]
+    result.errors += info["badOutputs"]
     if info["pageOverflow"] > 0:
         result.errors.append(f"page is {info['pageOverflow']}px wider than the window")
     result.errors += [f"request outside the site (fails offline): {e}" for e in info["external"]]
