@@ -37,11 +37,12 @@ def test_unit_validation() -> None:
 
 
 def test_run_units_same_schema_and_sane_values() -> None:
-    outs = [e.run_unit(u) for u in e.units(TINY)[::3]]
+    us = e.units(TINY)[::3]
+    outs = [e.run_unit(u) for u in us]
     keys = list(outs[0])
-    for o in outs:
+    for u, o in zip(us, outs, strict=True):
         assert list(o) == keys                       # units concatenate
-        assert all(np.asarray(v).shape == (TINY.seeds,) for v in o.values())
+        assert all(np.asarray(v).shape == (u.seeds,) for v in o.values())
         assert np.all(o["excess"] >= 0) and np.all(o["excess_se"] > 0)
         assert np.all(np.isfinite(o["erm_gap"]))
     trunc = [o for o in outs if o["arm"][0] == e.ARMS.index("truncated")]

@@ -53,9 +53,17 @@ def offset_linear_l2_value(a: np.ndarray, s2: np.ndarray, B: float, c: float,
     secular equation ``sum_j a_j^2 / (2 c s2_j + 2 lam)^2 = B^2`` (decreasing in ``lam``),
     found by bisection in ``log lam`` to machine precision.
     """
-    A = np.atleast_2d(np.asarray(a, dtype=np.float64))
+    A = np.atleast_2d(check_finite_array(a, "a"))
+    if A.ndim != 2:
+        raise ValueError(f"a must have shape (m, r), got {A.shape}")
+    s2 = check_finite_array(s2, "s2", ndim=1)
+    if s2.shape != (A.shape[1],) or not np.all(s2 > 0):
+        raise ValueError(f"s2 must hold {A.shape[1]} values > 0 (one per column of a), got "
+                         f"shape {s2.shape}")
+    B = check_positive(B, "B")
+    c = check_nonnegative(c, "c")
+    iters = check_int(iters, "iters")
     m = A.shape[0]
-    out = np.empty(m)
 
     def norm2(lam: np.ndarray) -> np.ndarray:
         return ((A / (2 * c * s2[None, :] + 2 * lam[:, None])) ** 2).sum(axis=1)
@@ -100,7 +108,10 @@ def offset_linear_l2_sup(X: Any, B: float, c: float) -> SupFn:
     Ur, sr = U[:, keep], s[keep]
 
     def sup(signs: np.ndarray) -> np.ndarray:
-        a = (signs @ Ur) * sr[None, :]
+        sg = check_finite_array(signs, "signs", ndim=2, shape_hint="(m, n)")
+        if sg.shape[1] != Ur.shape[0]:
+            raise ValueError(f"signs must have shape (m, {Ur.shape[0]}), got {sg.shape}")
+        a = (sg @ Ur) * sr[None, :]
         return offset_linear_l2_value(a, sr**2, Bv, cv)
 
     return sup
@@ -115,6 +126,7 @@ def offset_rademacher_linear_l2(X: Any, B: float, c: float, *, n_draws: int = 10
     unconstrained value), of order ``1/n``.
     """
     Xa = check_finite_array(X, "X", ndim=2, shape_hint="(n, d)")
+    check_int(n_draws, "n_draws")
     return empirical_rademacher(offset_linear_l2_sup(Xa, B, c), Xa.shape[0], n_draws=n_draws,
                                 seed=seed)
 
@@ -123,6 +135,8 @@ def project_frobenius(model: torch.nn.Module, radius: float) -> None:
     """In place: every weight matrix (last two axes; vectors as a whole) of every model of the
     ensemble is rescaled onto the Frobenius ball of radius ``radius`` if it lies outside."""
     r = check_positive(radius, "radius")
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     with torch.no_grad():
         for p in model.parameters():
             if p.ndim >= 3:
@@ -163,6 +177,9 @@ def offset_rademacher_network(
     R = check_int(restarts, "restarts")
     steps = check_int(steps, "steps")
     lrv = check_positive(lr, "lr")
+    check_int(seed, "seed", 0)
+    if not callable(make_model):
+        raise ValueError("make_model must be callable")
     n = Xa.shape[0]
     ref = np.zeros(n) if reference is None else check_finite_array(reference, "reference",
                                                                    ndim=1)

@@ -56,7 +56,7 @@ from genbounds.models.li_transformer import LiTransformer
 from genbounds.norms import norm_table
 from genbounds.offset_complexity import offset_rademacher_linear_l2, offset_rademacher_network
 from genbounds.train import TrainConfig, resolve_device, train_ensemble
-from genbounds.validation import check_choice, check_int, check_positive
+from genbounds.validation import check_choice, check_int, check_nonnegative, check_positive
 
 __all__ = [
     "ARCHS", "ARMS", "STUDIES", "ComplexityConfig", "ComplexityUnit", "EXPERIMENT",
@@ -110,20 +110,26 @@ class StudentUnit:
             raise ValueError("student_rank must be >= teacher_rank (well-specified students)")
         if max(self.teacher_rank, self.student_rank) > self.d:
             raise ValueError("ranks must be <= d")
-        if self.df != 0 and not self.df > 2:
+        check_int(self.seed, "seed", 0)
+        if check_nonnegative(self.df, "df") != 0 and not self.df > 2:
             raise ValueError(f"df must be 0 (Gaussian) or > 2, got {self.df}")
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device must be a non-empty string, got {self.device!r}")
         for name in ("noise_std", "lr", "init_perturbation", "huber_delta"):
             check_positive(getattr(self, name), name)
-        if not 0 < self.lr_decay <= 1:
+        if check_positive(self.lr_decay, "lr_decay") > 1:
             raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
-        if not (self.l11_scale >= 0 and math.isfinite(self.l11_scale)):
-            raise ValueError(f"l11_scale must be finite and >= 0, got {self.l11_scale}")
+        check_nonnegative(self.l11_scale, "l11_scale")
 
 
 @dataclass(frozen=True)
 class OffsetRademacherConfig:
-    """The three training studies. ``quick()`` fits the CI's 2-core CPU; ``paper()`` has more
-    ``n``, seeds and steps and larger models (the paper has no experiments of its own)."""
+    """The four training studies. ``quick()`` fits the CI's 2-core CPU; ``paper()`` has more
+    ``n``, seeds and steps and larger models (the paper has no experiments of its own).
+
+    Every field is validated (``ValueError`` naming it): sizes and counts are integers >= 1
+    (``seed`` >= 0), ranks at most ``d``, rates and scales finite and > 0, ``lr_decay`` in
+    ``(0, 1]``, tail indices 0 (Gaussian) or > 2, ``device`` a non-empty string."""
 
     PROTOCOL_VERSION: ClassVar[int] = 1
 
@@ -133,8 +139,8 @@ class OffsetRademacherConfig:
     heads: int = 2
     layers: int = 2
     noise_std: float = 0.5
-    n_values: tuple[int, ...] = (20, 63, 200, 632, 2000)
-    seeds: int = 3
+    n_values: tuple[int, ...] = (60, 116, 224, 432, 834, 1610, 3107, 6000)
+    seeds: int = 4
     steps: int = 500
     tail_steps: int = 300
     lr: float = 1e-2
@@ -151,32 +157,55 @@ class OffsetRademacherConfig:
     l11_scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
     seed: int = 0
     device: str = "cpu"
+    rank_seeds: int = 10
 
     def __post_init__(self) -> None:
+        for name in ("d", "k", "T", "heads", "layers", "seeds", "steps", "tail_steps",
+                     "n_test", "rank_n", "norm_n", "rank_seeds"):
+            check_int(getattr(self, name), name)
+        check_int(self.seed, "seed", 0)
+        if self.k < 2 or self.d < 2:
+            raise ValueError("k and d must be >= 2 (the rates study uses rank 2)")
+        check_int(self.teacher_rank, "teacher_rank", 1, self.d)
+        for name in ("noise_std", "lr", "init_perturbation", "huber_delta"):
+            check_positive(getattr(self, name), name)
+        check_positive(self.lr_decay, "lr_decay")
+        if self.lr_decay > 1:
+            raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay!r}")
         for name in ("n_values", "rank_values", "tail_n_values", "tail_dfs", "l11_scales"):
             v = getattr(self, name)
             if not isinstance(v, tuple) or not v:
                 raise ValueError(f"{name} must be a non-empty tuple, got {v!r}")
-        check_int(self.k, "k")
-        if self.k < 2 or self.d < 2:
-            raise ValueError("k and d must be >= 2 (the rates study uses rank 2)")
+        for name in ("n_values", "tail_n_values"):
+            for x in getattr(self, name):
+                check_int(x, name)
+        for x in self.rank_values:
+            check_int(x, "rank_values", 1, self.d)
+        for x in self.l11_scales:
+            check_positive(x, "l11_scales")
+        for x in self.tail_dfs:
+            if check_nonnegative(x, "tail_dfs") != 0 and not x > 2:
+                raise ValueError(f"tail_dfs must hold 0 (Gaussian) or values > 2, got {x!r}")
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device must be a non-empty string, got {self.device!r}")
 
     @classmethod
     def quick(cls) -> OffsetRademacherConfig:
-        """d = 3, k = 2, T = 4 (27 parameters for one head), n from 20 to 2,000 (two decades),
-        3 seeds, 500 Adam steps (learning rate 0.01 times 0.995 per step), 10,000 test inputs;
-        rank study at n = 300; tails at n = 100, 316, 1,000 with df in (Gaussian, 2.5, 4) and
-        300 steps."""
+        """d = 3, k = 2, T = 4 (27 parameters for one head, 51 for two heads or two layers),
+        eight n from 60 to 6,000 (two decades, every n above the parameter count), 4 seeds,
+        500 Adam steps (learning rate 0.01 times 0.995 per step), 10,000 test inputs; rank
+        study at n = 300 with 10 seeds per rank; tails at n = 100, 316, 1,000 with df in
+        (Gaussian, 2.5, 4) and 300 steps."""
         return cls()
 
     @classmethod
     def paper(cls) -> OffsetRademacherConfig:
-        """Larger: d = 4, k = 4, T = 8, n from 50 to 50,000 (three decades), 8 seeds, 2,000
-        steps, 100,000 test inputs; tails over three decades with df in (Gaussian, 2.5, 3, 4,
-        6)."""
-        return cls(d=4, k=4, T=8, n_values=(50, 158, 500, 1581, 5000, 15811, 50000), seeds=8,
-                   steps=2000, tail_steps=2000, lr_decay=0.999, n_test=100_000, rank_n=2000,
-                   rank_values=(1, 2, 3, 4),
+        """Larger: d = 4, k = 4, T = 8, eight n from 100 to 50,000 (2.7 decades), 8 seeds,
+        2,000 steps, 100,000 test inputs; rank study at n = 2,000 with 16 seeds per rank; tails
+        over three decades with df in (Gaussian, 2.5, 3, 4, 6)."""
+        return cls(d=4, k=4, T=8, n_values=(100, 243, 590, 1434, 3485, 8470, 20580, 50000),
+                   seeds=8, steps=2000, tail_steps=2000, lr_decay=0.999, n_test=100_000,
+                   rank_n=2000, rank_values=(1, 2, 3, 4), rank_seeds=16,
                    tail_dfs=(0.0, 2.5, 3.0, 4.0, 6.0),
                    tail_n_values=(100, 316, 1000, 3162, 10000, 31623), device="auto")
 
@@ -186,7 +215,8 @@ def _unit(cfg: OffsetRademacherConfig, study: str, arch: str, n: int, *, heads: 
           arm: str = "squared", l11_scale: float = 0.0) -> StudentUnit:
     return StudentUnit(study=study, arch=arch, n=n, heads=heads, layers=layers, d=cfg.d,
                        k=cfg.k, T=cfg.T, teacher_rank=teacher_rank, student_rank=student_rank,
-                       df=df, arm=arm, noise_std=cfg.noise_std, seeds=cfg.seeds,
+                       df=df, arm=arm, noise_std=cfg.noise_std,
+                       seeds=cfg.rank_seeds if study == "rank" else cfg.seeds,
                        steps=cfg.tail_steps if study == "tails" else cfg.steps, lr=cfg.lr,
                        lr_decay=cfg.lr_decay, init_perturbation=cfg.init_perturbation,
                        n_test=cfg.n_test, huber_delta=cfg.huber_delta, seed=cfg.seed,
@@ -217,6 +247,11 @@ def project_l11(t: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
     """Euclidean projection of every matrix (last two axes) onto the l_{1,1} ball of the
     matching ``radius`` (broadcast over the leading axes): soft thresholding at the level found
     by sorting (Duchi et al. 2008); matrices inside the ball are unchanged."""
+    if not isinstance(t, torch.Tensor) or t.ndim < 2 or not bool(torch.isfinite(t).all()):
+        raise ValueError("t must be a finite tensor with at least two axes")
+    if not isinstance(radius, torch.Tensor) or not bool(torch.isfinite(radius).all()) \
+            or bool((radius < 0).any()):
+        raise ValueError("radius must be a finite tensor of values >= 0")
     lead = t.shape[:-2]
     flat = t.reshape(*lead, -1)
     a = flat.abs()
@@ -238,6 +273,10 @@ def make_teacher(d: int, k: int, heads: int, layers: int, rank: int, T: int,
     """The fixed teacher: a float64 :class:`LiTransformer` with ``rank_qk = k = rank``, its
     readout rescaled so that ``Var f*(X) = 1`` for standard Gaussian inputs (estimated on
     20,000 inputs from a fixed seed)."""
+    for name, v in (("d", d), ("k", k), ("heads", heads), ("layers", layers), ("T", T)):
+        check_int(v, name)
+    check_int(rank, "rank", 1, d)
+    check_int(seed, "seed", 0)
     t = LiTransformer(d, rank, heads=heads, layers=layers, rank_qk=rank, seeds=[seed],
                       dtype=torch.float64)
     X = torch.as_tensor(np.random.default_rng(seed).standard_normal((1, 20000, T, d)))
@@ -282,6 +321,11 @@ def fit_local(model: LiTransformer, X: torch.Tensor, y: torch.Tensor, loss: str,
     each model's mean loss, in place. The models are independent: the summed objective
     separates and Adam is coordinate-wise."""
     check_choice(loss, "loss", ("mse", "huber"))
+    check_int(steps, "steps", 0)
+    check_positive(lr, "lr")
+    check_positive(huber_delta, "huber_delta")
+    if check_positive(lr_decay, "lr_decay") > 1:
+        raise ValueError(f"lr_decay must be in (0, 1], got {lr_decay!r}")
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=lr_decay)
     for _ in range(steps):
@@ -449,9 +493,27 @@ class ComplexityUnit:
     seed: int
     device: str = "cpu"
 
+    def __post_init__(self) -> None:
+        check_int(self.n, "n")
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device must be a non-empty string, got {self.device!r}")
+        _check_complexity_fields(self)
+
+
+def _check_complexity_fields(obj: ComplexityUnit | ComplexityConfig) -> None:
+    """Validate the fields shared by :class:`ComplexityUnit` and :class:`ComplexityConfig`."""
+    for name in ("d", "k", "T", "linear_draws", "net_draws", "restarts", "steps"):
+        check_int(getattr(obj, name), name)
+    check_int(obj.seed, "seed", 0)
+    check_nonnegative(obj.c, "c")
+    check_positive(obj.radius, "radius")
+    check_positive(obj.lr, "lr")
+
 
 @dataclass(frozen=True)
 class ComplexityConfig:
+    """The complexity study's preset (:meth:`quick`, :meth:`paper`); every field validated."""
+
     PROTOCOL_VERSION: ClassVar[int] = 1
 
     n_values: tuple[int, ...] = (32, 100, 316, 1000)
@@ -466,6 +528,13 @@ class ComplexityConfig:
     steps: int = 150
     lr: float = 0.05
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n_values, tuple) or not self.n_values:
+            raise ValueError(f"n_values must be a non-empty tuple, got {self.n_values!r}")
+        for x in self.n_values:
+            check_int(x, "n_values")
+        _check_complexity_fields(self)
 
     @classmethod
     def quick(cls) -> ComplexityConfig:

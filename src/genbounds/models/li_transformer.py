@@ -35,10 +35,9 @@ from genbounds.models.base import (
     stack_init,
 )
 from genbounds.models.view import HeadView, LayerView, ModelView
-from genbounds.validation import check_int, check_seeds
+from genbounds.validation import check_float_dtype, check_int, check_seeds
 
 __all__ = ["LiTransformer"]
-
 
 
 class LiTransformer(Ensemble):
@@ -80,6 +79,8 @@ class LiTransformer(Ensemble):
             raise ValueError(f"normalize must be a bool or None, got {normalize!r}")
         if isinstance(cls_index, bool) or not isinstance(cls_index, int):
             raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
+        dtype = check_float_dtype(dtype, "dtype")
+        n_models = check_int(n_models, "n_models")
         self.activation = activation
         self.normalize = self.layers > 1 if normalize is None else normalize
         self.cls_index = cls_index
