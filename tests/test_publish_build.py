@@ -59,6 +59,8 @@ def test_noise_filter() -> None:
     assert build_book.is_noise("[IPKernelApp] WARNING | Kernel is running over TCP without "
                                "encryption. All communication ...")
     assert build_book.is_noise("myst v4.0.1: MdParserConfig(commonmark_only=False, ...)")
+    assert build_book.is_noise("\x1b[01mmyst v3.0.1:\x1b[39;49;00m MdParserConfig(gfm_only=False")
+    assert build_book.is_noise("\x1b[01mmyst-nb v1.4.0:\x1b[39;49;00m NbParserConfig(custom=1")
     assert not build_book.is_noise("WARNING: undefined label: 'tt-thm'")
 
 

@@ -33,8 +33,9 @@ BIN = Path(sys.executable).parent
 NOISE = (
     # ipykernel >= 7 warns on every kernel start that its (loopback) TCP sockets are unencrypted
     re.compile(r"Kernel is running over TCP without encryption"),
-    # myst-parser logs its whole configuration object as one line at start-up
-    re.compile(r"^myst v[\d.]+: MdParserConfig\("),
+    # myst-parser and myst-nb log their whole configuration objects, one line each, at start-up
+    # (after terminal colour codes)
+    re.compile(r"myst(-nb)? v[\d.]+:\S* (Md|Nb)ParserConfig\("),
 )
 RESUME = ("Rerun `make book` to resume: finished experiment units are stored in results/ and "
           "are loaded, not recomputed; only what is missing runs again.")
