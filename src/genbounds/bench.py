@@ -212,21 +212,34 @@ def _load() -> float:
     return float(os.getloadavg()[0])
 
 
-def _seconds_per_epoch(run_epochs: Callable[[int], None], dev: torch.device) -> float:
-    """Marginal seconds of one epoch: ``(t(3) - t(1)) / 2`` (the engine's per-call set-up and
-    final evaluation cancel), the better of two tries."""
-    run_epochs(1)
-    best = math.inf
-    for _ in range(2):
-        _sync(dev)
-        t0 = time.perf_counter()
-        run_epochs(1)
-        _sync(dev)
-        t1 = time.perf_counter()
-        run_epochs(3)
-        _sync(dev)
-        best = min(best, max((time.perf_counter() - t1) - (t1 - t0), 0.0) / 2.0)
-    return best
+def _call_seconds(run_epochs: Callable[[int], None], n: int, dev: torch.device) -> float:
+    _sync(dev)
+    t0 = time.perf_counter()
+    run_epochs(n)
+    _sync(dev)
+    return time.perf_counter() - t0
+
+
+def _seconds_per_epoch(run_epochs: Callable[[int], None], dev: torch.device,
+                       tries: int = 3) -> tuple[float, str]:
+    """Seconds of one epoch and how they were obtained.
+
+    The marginal time ``(t(3) - t(1)) / 2`` (the engine's per-call set-up and final evaluation
+    cancel), the best positive one of ``tries``. Under load the difference can be lost in the
+    noise (zero or negative); the time is then ``t(3) / 3``, an upper bound that includes the
+    set-up, and the method says so. Always positive and finite.
+    """
+    run_epochs(1)  # warm-up
+    marginal, whole = [], []
+    for _ in range(tries):
+        t1 = _call_seconds(run_epochs, 1, dev)
+        t3 = _call_seconds(run_epochs, 3, dev)
+        marginal.append((t3 - t1) / 2.0)
+        whole.append(t3 / 3.0)
+    positive = [m for m in marginal if m > 0]
+    if positive:
+        return min(positive), "marginal (t(3) - t(1)) / 2"
+    return max(min(whole), 1e-9), "t(3) / 3 (the marginal time was lost in the noise)"
 
 
 def bench_epoch(T_values: Sequence[int] = (20, 200), K: int = 5, n_val: int = 10_000,
@@ -262,7 +275,7 @@ def bench_epoch(T_values: Sequence[int] = (20, 200), K: int = 5, n_val: int = 10
             train_ensemble(model, bits_tr, batch.y_train, bits_val, batch.y_val,
                            loss="bce_logits_onehot", config=cfg)
 
-        eng = _seconds_per_epoch(engine, dev) / K
+        eng = _seconds_per_epoch(engine, dev)[0] / K
         rows.append({"T": T, "K": K, "n_val": n_val, "simple_s_per_model_epoch": simple,
                      "engine_s_per_model_epoch": eng, "speedup": simple / eng,
                      "load": load})
@@ -315,6 +328,14 @@ def _step_flops(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss: str) -
     return float(counter.get_total_flops())
 
 
+def _roofline_row(workload: str, flops: float, timing: tuple[float, str], peak: float
+                  ) -> dict[str, Any]:
+    s, method = timing
+    return {"workload": workload, "gflop_per_epoch": flops / 1e9, "s_per_epoch": s,
+            "timing": method, "gflops": flops / s / 1e9,
+            "fraction_of_matmul": flops / s / 1e9 / peak}
+
+
 def bench_roofline(device: str = "auto", sm_size: tuple[int, int] = (5, 200),
                    enc_size: tuple[int, int, int] = (3, 400, 1024)) -> dict[str, Any]:
     """Figure 4: achieved GFLOP/s of a training epoch vs measured matmul throughput;
@@ -341,10 +362,8 @@ def bench_roofline(device: str = "auto", sm_size: tuple[int, int] = (5, 200),
                           select_best="last", device=str(dev))
         train_ensemble(sm, bits, batch.y_train, loss="bce_logits_onehot", config=cfg)
 
-    s = _seconds_per_epoch(sm_epochs, dev)
-    rows.append({"workload": f"sparse majority K={K} T={T} batch {BATCH}",
-                 "gflop_per_epoch": flops / 1e9, "s_per_epoch": s,
-                 "gflops": flops / s / 1e9, "fraction_of_matmul": flops / s / 1e9 / peak})
+    rows.append(_roofline_row(f"sparse majority K={K} T={T} batch {BATCH}", flops,
+                              _seconds_per_epoch(sm_epochs, dev), peak))
     # shallow encoder: d_m = 1024, 16 tokens of d = 64, N = 400, full-batch GD, K = 3
     K, N, d_m = enc_size
     g = torch.Generator().manual_seed(0)
@@ -358,10 +377,8 @@ def bench_roofline(device: str = "auto", sm_size: tuple[int, int] = (5, 200),
                           device=str(dev))
         train_ensemble(enc, X, y, loss="bce_logits", config=cfg)
 
-    s = _seconds_per_epoch(enc_epochs, dev)
-    rows.append({"workload": f"shallow encoder K={K} d_m={d_m} N={N} full batch",
-                 "gflop_per_epoch": flops / 1e9, "s_per_epoch": s,
-                 "gflops": flops / s / 1e9, "fraction_of_matmul": flops / s / 1e9 / peak})
+    rows.append(_roofline_row(f"shallow encoder K={K} d_m={d_m} N={N} full batch", flops,
+                              _seconds_per_epoch(enc_epochs, dev), peak))
     return {"matmul_gflops": peak, "rows": rows, "load": load}
 
 
@@ -435,6 +452,124 @@ def measure_epochs_to_fit(T: int, runs: int = 4, n_val: int = 200, max_epochs: i
     }
 
 
+def _check_benchmark_args(sections: Sequence[str], T_values: Sequence[int],
+                          K_values: Sequence[int], n_val: int, K_val: int, target_s: float,
+                          counts: dict[str, int]) -> None:
+    for sec in sections:
+        if sec not in SECTIONS:
+            raise ValueError(f"sections must be drawn from {SECTIONS}, got {sec!r}")
+    for name, value in counts.items():
+        check_int(value, name)
+    for T in T_values:
+        if not isinstance(T, int) or T < S:
+            raise ValueError(f"T_values must be integers >= {S}, got {T!r}")
+    for K in K_values:
+        if not isinstance(K, int) or K < 1:
+            raise ValueError(f"K_values must be integers >= 1, got {K!r}")
+    if not isinstance(n_val, int) or n_val < 1:
+        raise ValueError(f"n_val must be an integer >= 1, got {n_val!r}")
+    if not isinstance(K_val, int) or K_val < 1:
+        raise ValueError(f"K_val must be an integer >= 1, got {K_val!r}")
+    if not target_s > 0:
+        raise ValueError(f"target_s must be > 0, got {target_s!r}")
+
+
+def _training_rows(batch: Any, T: int, K_values: Sequence[int], dev: torch.device,
+                   target_s: float, say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Section ``training``: model-epochs per second, the authors' loop vs the engine."""
+    say(f"T={T}: simple training loop")
+    s_simple, r_simple = _timed(
+        _simple_train_epochs(batch.X_train[0], batch.y_train[0], dev), dev, target_s)
+    rows = []
+    for K in K_values:
+        say(f"T={T}, K={K}: engine")
+        m = _bench_model(batch, K, dev)
+        s_tok, r_tok = _timed(_engine_train_epochs(m, batch.X_train[:K], batch.y_train[:K],
+                                                   dev), dev, target_s)
+        s_bits, r_bits = _timed(_engine_train_epochs(
+            m, batch.bits_train[:K].to(torch.float32), batch.y_train[:K], dev), dev, target_s)
+        rows.append({
+            "T": T, "K": K,
+            "simple_model_epochs_per_s": 1.0 / s_simple,
+            "engine_tokens_model_epochs_per_s": K / s_tok,
+            "engine_bits_model_epochs_per_s": K / s_bits,
+            "epochs_timed": {"simple": r_simple, "engine_tokens": r_tok, "engine_bits": r_bits},
+            "speedup_tokens": K / s_tok * s_simple,
+            "speedup_bits": K / s_bits * s_simple,
+            "load": _load(),
+        })
+    return rows
+
+
+def _bench_model(batch: Any, K: int, dev: torch.device) -> SparseMajorityMHA:
+    m = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K))).to(dev)
+    m.set_token_tables(batch.bit_embeddings[:K], batch.cls_embeddings[:K], batch.positional)
+    return m
+
+
+def _validation_row(batch: Any, T: int, K_val: int, n_val: int, dev: torch.device,
+                    target_s: float, say: Callable[[str], None]) -> dict[str, Any]:
+    """Section ``validation``: seconds per 1,000 validated samples, simple vs engine."""
+    say(f"T={T}: validation passes")
+    bits_val = batch.bits_val[:K_val].to(torch.float32)
+    X_val = torch.stack([ds.val_tokens(device=dev) for ds in batch.datasets[:K_val]])
+    y_val = batch.y_val[:K_val]
+    s_sv, _ = _timed(_simple_validate(X_val[0], y_val[0], dev), dev, target_s)
+    m = _bench_model(batch, K_val, dev)
+    s_tv, _ = _timed(_engine_validate(m, X_val, y_val, dev), dev, target_s)
+    s_bv, _ = _timed(_engine_validate(m, bits_val, y_val, dev), dev, target_s)
+    per_k = 1000.0 / n_val
+    row = {
+        "T": T, "K": K_val, "n_val": n_val,
+        "simple_s_per_1000": s_sv * per_k,
+        "engine_tokens_s_per_1000": s_tv * per_k / K_val,
+        "engine_bits_s_per_1000": s_bv * per_k / K_val,
+    }
+    row["speedup_tokens"] = row["simple_s_per_1000"] / row["engine_tokens_s_per_1000"]
+    row["speedup_bits"] = row["simple_s_per_1000"] / row["engine_bits_s_per_1000"]
+    row["load"] = _load()
+    return row
+
+
+def _extra_sections(sections: Sequence[str], T_values: Sequence[int], K_values: Sequence[int],
+                    n_val: int, dev: torch.device, say: Callable[[str], None],
+                    sizes: dict[str, int]) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if "epoch" in sections:
+        say(f"epoch with validation on {sizes['epoch_n_val']} samples")
+        extra["epoch"] = bench_epoch(T_values, sizes["epoch_K"], sizes["epoch_n_val"], str(dev))
+    if "svd" in sections:
+        say(f"singular values of {sizes['svd_n']} matrices 201 x 201")
+        extra["svd"] = bench_svd(sizes["svd_n"], device=str(dev))
+    if "roofline" in sections:
+        say("roofline")
+        extra["roofline"] = bench_roofline(str(dev))
+    if "notebooks" in sections:
+        say("notebooks at quick scale under nbval")
+        extra["notebooks"] = bench_notebooks()
+    if "fit" in sections:
+        say(f"epochs to training accuracy 1.0 at T = {list(T_values)} (authors' protocol)")
+        extra["fit"] = [measure_epochs_to_fit(T, max(K_values), n_val, sizes["fit_epochs"],
+                                              str(dev)) for T in T_values]
+    return extra
+
+
+def _environment(dev: torch.device) -> dict[str, Any]:
+    return {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "host_cpus": os.cpu_count(),
+        "device": str(dev),
+        "device_name": (torch.cuda.get_device_name(dev) if dev.type == "cuda"
+                        else platform.processor() or platform.machine()),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "setting": {"d": D, "heads": HEADS, "key_dim": KEY_DIM, "n_train": N_TRAIN,
+                    "batch_size": BATCH, "optimizer": "SGD(lr=0.01, momentum=0.9)",
+                    "dtype": "float32"},
+    }
+
+
 def run_benchmark(
     T_values: Sequence[int] = (20, 200),
     K_values: Sequence[int] = (1, 5, 25, 50),
@@ -456,121 +591,31 @@ def run_benchmark(
     and ``epoch_n_val`` validation samples; ``svd`` on ``svd_n`` matrices; ``fit`` trains
     ``max(K_values)`` runs per ``T`` for ``fit_epochs`` epochs with ``n_val`` validation samples.
     """
-    for sec in sections:
-        if sec not in SECTIONS:
-            raise ValueError(f"sections must be drawn from {SECTIONS}, got {sec!r}")
-    check_int(epoch_n_val, "epoch_n_val")
-    check_int(epoch_K, "epoch_K")
-    check_int(svd_n, "svd_n")
-    for T in T_values:
-        if not isinstance(T, int) or T < S:
-            raise ValueError(f"T_values must be integers >= {S}, got {T!r}")
-    for K in K_values:
-        if not isinstance(K, int) or K < 1:
-            raise ValueError(f"K_values must be integers >= 1, got {K!r}")
-    if not isinstance(n_val, int) or n_val < 1:
-        raise ValueError(f"n_val must be an integer >= 1, got {n_val!r}")
-    if not isinstance(K_val, int) or K_val < 1:
-        raise ValueError(f"K_val must be an integer >= 1, got {K_val!r}")
-    if not target_s > 0:
-        raise ValueError(f"target_s must be > 0, got {target_s!r}")
+    sizes = {"epoch_n_val": epoch_n_val, "epoch_K": epoch_K, "svd_n": svd_n,
+             "fit_epochs": fit_epochs}
+    _check_benchmark_args(sections, T_values, K_values, n_val, K_val, target_s,
+                          {k: v for k, v in sizes.items() if k != "fit_epochs"})
     dev = resolve_device(device)
     say = progress or (lambda _msg: None)
     train_rows: list[dict[str, Any]] = []
     val_rows: list[dict[str, Any]] = []
     t_start, load_start = time.perf_counter(), _load()
     for T in (T_values if ("training" in sections or "validation" in sections) else ()):
-        K_max = max(max(K_values), K_val)
-        batch = make_sparse_majority_batch(T, list(range(K_max)), n_train=N_TRAIN,
-                                           n_val=n_val, s=S, d=D, device=dev,
+        batch = make_sparse_majority_batch(T, list(range(max(max(K_values), K_val))),
+                                           n_train=N_TRAIN, n_val=n_val, s=S, d=D, device=dev,
                                            val_tokens=False)
-
-        def model_for(K: int, batch: Any = batch) -> SparseMajorityMHA:
-            m = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K))).to(dev)
-            m.set_token_tables(batch.bit_embeddings[:K], batch.cls_embeddings[:K],
-                               batch.positional)
-            return m
-
-        say(f"T={T}: simple training loop")
-        s_simple, r_simple = _timed(
-            _simple_train_epochs(batch.X_train[0], batch.y_train[0], dev), dev, target_s)
-        for K in (K_values if "training" in sections else ()):
-            say(f"T={T}, K={K}: engine")
-            m = model_for(K)
-            s_tok, r_tok = _timed(_engine_train_epochs(m, batch.X_train[:K], batch.y_train[:K],
-                                                       dev), dev, target_s)
-            s_bits, r_bits = _timed(_engine_train_epochs(
-                m, batch.bits_train[:K].to(torch.float32), batch.y_train[:K], dev), dev,
-                target_s)
-            row = {
-                "T": T, "K": K,
-                "simple_model_epochs_per_s": 1.0 / s_simple,
-                "engine_tokens_model_epochs_per_s": K / s_tok,
-                "engine_bits_model_epochs_per_s": K / s_bits,
-                "epochs_timed": {"simple": r_simple, "engine_tokens": r_tok,
-                                 "engine_bits": r_bits},
-            }
-            row["speedup_tokens"] = K / s_tok * s_simple
-            row["speedup_bits"] = K / s_bits * s_simple
-            row["load"] = _load()
-            train_rows.append(row)
-        if "validation" not in sections:
-            continue
-
-        say(f"T={T}: validation passes")
-        bits_val = batch.bits_val[:K_val].to(torch.float32)
-        X_val = torch.stack([ds.val_tokens(device=dev) for ds in batch.datasets[:K_val]])
-        y_val = batch.y_val[:K_val]
-        s_sv, _ = _timed(_simple_validate(X_val[0], y_val[0], dev), dev, target_s)
-        m = model_for(K_val)
-        s_tv, _ = _timed(_engine_validate(m, X_val, y_val, dev), dev, target_s)
-        s_bv, _ = _timed(_engine_validate(m, bits_val, y_val, dev), dev, target_s)
-        per_k = 1000.0 / n_val
-        vrow = {
-            "T": T, "K": K_val, "n_val": n_val,
-            "simple_s_per_1000": s_sv * per_k,
-            "engine_tokens_s_per_1000": s_tv * per_k / K_val,
-            "engine_bits_s_per_1000": s_bv * per_k / K_val,
-        }
-        vrow["speedup_tokens"] = vrow["simple_s_per_1000"] / vrow["engine_tokens_s_per_1000"]
-        vrow["speedup_bits"] = vrow["simple_s_per_1000"] / vrow["engine_bits_s_per_1000"]
-        vrow["load"] = _load()
-        val_rows.append(vrow)
-        del X_val
-    extra: dict[str, Any] = {}
-    if "epoch" in sections:
-        say(f"epoch with validation on {epoch_n_val} samples")
-        extra["epoch"] = bench_epoch(T_values, epoch_K, epoch_n_val, str(dev))
-    if "svd" in sections:
-        say(f"singular values of {svd_n} matrices 201 x 201")
-        extra["svd"] = bench_svd(svd_n, device=str(dev))
-    if "roofline" in sections:
-        say("roofline")
-        extra["roofline"] = bench_roofline(str(dev))
-    if "notebooks" in sections:
-        say("notebooks at quick scale under nbval")
-        extra["notebooks"] = bench_notebooks()
-    if "fit" in sections:
-        say(f"epochs to training accuracy 1.0 at T = {list(T_values)} (authors' protocol)")
-        extra["fit"] = [measure_epochs_to_fit(T, max(K_values), n_val, fit_epochs, str(dev))
-                        for T in T_values]
+        if "training" in sections:
+            train_rows += _training_rows(batch, T, K_values, dev, target_s, say)
+        if "validation" in sections:
+            val_rows.append(_validation_row(batch, T, K_val, n_val, dev, target_s, say))
+    extra = _extra_sections(sections, T_values, K_values, n_val, dev, say, sizes)
     return {
         **extra,
         "sections": list(sections),
-        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "host_cpus": os.cpu_count(),
+        **_environment(dev),
         "load_start": load_start,
         "load_end": _load(),
         "wall_s": time.perf_counter() - t_start,
-        "device": str(dev),
-        "device_name": (torch.cuda.get_device_name(dev) if dev.type == "cuda"
-                        else platform.processor() or platform.machine()),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "python": platform.python_version(),
-        "setting": {"d": D, "heads": HEADS, "key_dim": KEY_DIM, "n_train": N_TRAIN,
-                    "batch_size": BATCH, "optimizer": "SGD(lr=0.01, momentum=0.9)",
-                    "dtype": "float32"},
         "training": train_rows,
         "validation": val_rows,
     }
