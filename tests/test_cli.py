@@ -67,3 +67,33 @@ def test_bad_environment_is_one_line_without_traceback(tmp_path) -> None:
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines() == [
         "error: GENBOUNDS_SCALE must be one of ('quick', 'paper'), got 'bogus'"]
+
+
+def test_estimate_costs_nothing_when_every_unit_is_stored(tmp_path, monkeypatch) -> None:
+    import time
+
+    from genbounds import estimates
+    from genbounds.cli import describe_estimate
+    from genbounds.results import ResultStore
+
+    exp = registered_experiments()[0]
+    cfg = exp.config("quick")
+    store = ResultStore(tmp_path, namespace="quick")
+    for unit in exp.units(cfg):  # stored without running them (only the store is timed)
+        store.save(unit, {"x": [1.0]}, device="cpu", wall_time_s=30.0, code_modules=exp.code)
+
+    def no_measurement(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("an estimate was measured although every unit is stored")
+
+    monkeypatch.setattr(estimates, "estimate", no_measurement)
+    monkeypatch.setattr(estimates, "unit_seconds", no_measurement)
+    if exp.estimate is not None:
+        import dataclasses
+
+        exp = dataclasses.replace(exp, estimate=no_measurement)
+    t0 = time.perf_counter()
+    text = describe_estimate(exp, cfg, store)
+    assert time.perf_counter() - t0 < 1.0
+    n = len(exp.units(cfg))
+    assert text == f"nothing to compute: all {n} units stored ({n * 0.5:.1f} min of measured " \
+                   "wall time)"
