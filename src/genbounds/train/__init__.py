@@ -16,12 +16,45 @@ The engine in parts (each module's docstring is its contract):
 * :mod:`genbounds.train.evaluate`: no-grad evaluation in chunks;
 * :mod:`genbounds.train.precision`: opt-in reduced precision (TF32, bfloat16) behind
   ``TrainConfig.precision``;
-* :mod:`genbounds.train.loop`: :func:`train_ensemble`, the orchestration.
+* :mod:`genbounds.train.loop`: :func:`train_ensemble`, the orchestration;
+* :mod:`genbounds.train.checkpoint`: checkpoints inside a unit and its time budget.
+
+Checkpoints inside a unit
+-------------------------
+A unit of an experiment run under :func:`unit_checkpoint` (``reproduce --budget-minutes`` does
+this) can stop at any epoch and resume bit for bit (on the same device):
+
+* :func:`train_ensemble` needs nothing from the experiment: each call is one *stage* of the
+  unit's :class:`UnitCheckpoint`; a call finished by an earlier run returns its stored result
+  (and loads the kept weights into the model), an interrupted one resumes at its epoch with its
+  parameters, optimiser moments, step counter, kept weights, stopping records, history,
+  shuffling generators and memory plan; when the budget is spent it saves and raises
+  :class:`BudgetExhausted`. A unit that calls it several times (segments, students, widths) is
+  resumable as long as it makes the same calls in the same order.
+* A loop of one's own (a ``torch.optim`` optimiser, say) asks ``ckpt.stage(tag)`` for its stage
+  (``tag`` from :func:`fingerprint` of its configuration and inputs), restores
+  ``stage.partial`` with :func:`restore_state`, calls ``stage.boundary(epoch, total,
+  lambda: checkpoint_state(model, optimizer, extra))`` after every epoch and
+  ``stage.finish(result)`` at the end; ``extra`` holds the epoch, curves, random-number states
+  and best-so-far values (numpy arrays are fine: :func:`to_storable`). The example is in
+  :func:`checkpoint_state`.
 
 The engine imports no model family: a model is anything whose parameters and buffers carry a
 leading model dimension K and whose forward maps ``(K, B, ...)`` to ``(K, B)`` or ``(K, B, C)``.
 """
 
+from genbounds.train.checkpoint import (
+    BudgetExhausted,
+    Stage,
+    UnitCheckpoint,
+    checkpoint_state,
+    current_checkpoint,
+    fingerprint,
+    from_storable,
+    restore_state,
+    to_storable,
+    unit_checkpoint,
+)
 from genbounds.train.config import (
     LOSSES,
     LossName,
@@ -40,6 +73,16 @@ from genbounds.train.step import adam_step, sgd_step
 
 __all__ = [
     "LOSSES",
+    "BudgetExhausted",
+    "Stage",
+    "UnitCheckpoint",
+    "checkpoint_state",
+    "current_checkpoint",
+    "fingerprint",
+    "from_storable",
+    "restore_state",
+    "to_storable",
+    "unit_checkpoint",
     "InputFn",
     "InputSet",
     "LossName",

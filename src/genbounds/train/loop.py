@@ -32,19 +32,41 @@ What one epoch does, for every model still active
 A non-finite training or validation loss raises :class:`TrainingDivergedError` naming the
 model and the epoch (checked once per epoch: a NaN anywhere in an epoch propagates into its
 running loss).
+
+Checkpoints (:mod:`genbounds.train.checkpoint`)
+-----------------------------------------------
+Under a current :class:`~genbounds.train.checkpoint.UnitCheckpoint` (or one passed as
+``checkpoint=``) every call is one *stage* of the unit, tagged with a fingerprint of the
+configuration, the loss, the model's initial parameters and buffers, the data and the shuffling
+generators. A call that an earlier run finished returns its stored result (and loads the kept
+weights into the model) without training; a call that an earlier run interrupted resumes at the
+epoch where it stopped, with the parameters, optimiser moments and step counter, the kept
+weights, every model's stopping record, the history, the shuffling generators' states and the
+memory plan (micro-batch and evaluation-chunk sizes) of the interrupted run, so that the result
+is bitwise that of an uninterrupted run on the same device (tested for GD, SGD with momentum
+and Adam, with early stopping and the kept epoch). The state is saved at epoch boundaries when
+the checkpoint says so, and when its budget is spent the call saves and raises
+:class:`~genbounds.train.checkpoint.BudgetExhausted`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 
+from genbounds.train.checkpoint import (
+    Stage,
+    UnitCheckpoint,
+    current_checkpoint,
+    fingerprint,
+)
 from genbounds.train.config import (
     LOSSES,
     LossName,
@@ -101,6 +123,9 @@ class _Run:
     plan: MemoryPlan
     micro: int
     device: torch.device
+    stage: Stage | None = None
+    t0: float = 0.0
+    elapsed_before: float = 0.0
 
     def evaluate(self, inputs: InputSet, y: torch.Tensor,
                  models: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -277,9 +302,9 @@ def _epochs(run: _Run) -> None:
     if run.cfg.progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=run.cfg.max_epochs, desc="epochs", leave=False)
+        bar = tqdm(total=run.cfg.max_epochs, initial=run.hist.n, desc="epochs", leave=False)
     try:
-        for epoch in range(run.cfg.max_epochs):
+        for epoch in range(run.hist.n, run.cfg.max_epochs):
             idx = np.array([k for k, r in enumerate(run.records) if r.active], dtype=np.int64)
             if len(idx) == 0:
                 break
@@ -291,9 +316,98 @@ def _epochs(run: _Run) -> None:
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(active=sum(r.active for r in run.records))
+            if (run.stage is not None and epoch + 1 < run.cfg.max_epochs
+                    and any(r.active for r in run.records)):
+                run.stage.boundary(epoch + 1, run.cfg.max_epochs, lambda: _engine_state(run))
     finally:
         if bar is not None:
             bar.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoints: the engine's state inside a call, and a finished call's result
+# ---------------------------------------------------------------------------------------------
+
+
+def _stage_tag(model: nn.Module, cfg: TrainConfig, loss: str, data: _Data,
+               rngs: list[Any]) -> str:
+    """What identifies a call: configuration (not ``progress``), loss, the model's initial
+    parameters and buffers, the data (a lazy validation set by its sample shape only) and the
+    shuffling generators' initial states."""
+    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+              if f.name != "progress"}
+    val: Any = None
+    if data.val is not None:
+        val = data.val.X if data.val.X is not None else ("lazy", data.val.sample_shape)
+    digest = fingerprint(
+        fields, loss, type(model).__name__,
+        {n: p.detach() for n, p in model.named_parameters()},
+        {n: b.detach() for n, b in model.named_buffers() if b is not None},
+        data.train.X, data.y_train, val, data.y_val,
+        [r.bit_generator.state for r in rngs],
+    )
+    return f"train_ensemble:{digest}"
+
+
+def _engine_state(run: _Run) -> dict[str, Any]:
+    """Everything an interrupted call needs to continue bitwise (see the module docstring)."""
+    st, n = run.state, run.hist.n
+    return {
+        "params": st.params, "velocity": st.velocity, "second": st.second, "best": st.best,
+        "initial": st.initial, "step": st.step,
+        "records": [dataclasses.asdict(r) for r in run.records],
+        "history": {k: v[:, :n] for k, v in run.hist.data.items()}, "epochs": n,
+        "rngs": [r.bit_generator.state for r in run.rngs],
+        "plan": [int(run.plan.budget_bytes), int(run.plan.bytes_per_sample)],
+        "micro": int(run.micro),
+        "elapsed": run.elapsed_before + time.perf_counter() - run.t0,
+    }
+
+
+def _restore_engine(run: _Run, saved: dict[str, Any]) -> None:
+    dev = run.device
+
+    def tensors(d: dict[str, torch.Tensor], like: dict[str, torch.Tensor]) -> dict[str, Any]:
+        if set(d) != set(like):
+            raise ValueError("checkpoint does not hold the model's parameters")
+        return {n: d[n].to(device=dev, dtype=like[n].dtype) for n in like}
+
+    st = run.state
+    st.params = tensors(saved["params"], st.params)
+    st.velocity = tensors(saved["velocity"], st.velocity)
+    st.second = tensors(saved["second"], st.second)
+    st.best = tensors(saved["best"], st.best)
+    st.initial = tensors(saved["initial"], st.initial)
+    st.step = int(saved["step"])
+    run.records = [ModelRecord(**r) for r in saved["records"]]
+    n = int(saved["epochs"])
+    hist = History(len(run.records), list(run.hist.keys), max(2 * n, 16))
+    for k, v in saved["history"].items():
+        hist.data[k][:, :n] = v
+    hist.n = n
+    run.hist = hist
+    for r, s in zip(run.rngs, saved["rngs"], strict=True):
+        r.bit_generator.state = s
+    run.plan = MemoryPlan(int(saved["plan"][0]), int(saved["plan"][1]))
+    run.micro = int(saved["micro"])
+    run.elapsed_before = float(saved["elapsed"])
+
+
+def _result_storable(res: TrainResult) -> dict[str, Any]:
+    out = {f.name: getattr(res, f.name) for f in dataclasses.fields(res) if f.name != "config"}
+    out["stop_reason"] = [str(s) for s in res.stop_reason]
+    return out
+
+
+def _result_from_stage(stored: dict[str, Any], cfg: TrainConfig, model: nn.Module) -> TrainResult:
+    """A finished call's result, and its kept weights loaded into ``model`` (as the call did)."""
+    stored = dict(stored)
+    stored["stop_reason"] = np.array(stored["stop_reason"], dtype=object).astype(str)
+    res = TrainResult(config=cfg, **stored)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(res.best_state[n])
+    return res
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,7 +447,7 @@ def _result(run: _Run, t0: float) -> TrainResult:
         best_state=cpu(run.state.best),
         final_state=cpu(run.state.params),
         metrics=metrics,
-        wall_time_s=time.perf_counter() - t0,
+        wall_time_s=run.elapsed_before + time.perf_counter() - t0,
         device=str(run.device),
         epochs_run=run.hist.n,
         config=run.cfg,
@@ -355,6 +469,7 @@ def train_ensemble(
     loss: LossName = "cross_entropy",
     config: TrainConfig | None = None,
     seed: int | Sequence[int] | None = None,
+    checkpoint: UnitCheckpoint | Literal[False] | None = None,
 ) -> TrainResult:
     """Train the K models of ``model`` at once, each on its own data, with per-model stopping.
 
@@ -380,12 +495,23 @@ def train_ensemble(
         with ``seed[k]``; an int (or None = 0) ``s`` seeds it with ``(s, model.seeds[k])``, so a
         model's minibatch order depends only on ``s`` and its own initialisation seed and
         model ``k`` of an ensemble trains exactly like the single model built with its seed.
+    checkpoint:
+        The unit checkpoint this call is a stage of (see the module docstring); None (default)
+        uses :func:`~genbounds.train.checkpoint.current_checkpoint` (none outside
+        :func:`~genbounds.train.checkpoint.unit_checkpoint`), False uses none.
+
+    Raises :class:`~genbounds.train.checkpoint.BudgetExhausted` (the state saved) when the
+    checkpoint's time budget is spent before training ends.
 
     Returns
     -------
     TrainResult
     """
     t0 = time.perf_counter()
+    if checkpoint is not None and checkpoint is not False and not isinstance(checkpoint,
+                                                                             UnitCheckpoint):
+        raise ValueError(f"checkpoint must be a UnitCheckpoint, False or None, got "
+                         f"{type(checkpoint).__name__}")
     cfg = TrainConfig() if config is None else config
     if not isinstance(cfg, TrainConfig):
         raise ValueError(f"config must be a TrainConfig, got {type(cfg).__name__}")
@@ -395,9 +521,19 @@ def train_ensemble(
     device = resolve_device(cfg.device)
     data = _check_data(X_train, y_train, X_val, y_val, loss, cfg, K, dtype, device)
     rngs = _shuffle_rngs(model, K, seed)
+    ckpt = current_checkpoint() if checkpoint is None else (checkpoint or None)
+    stage = None
+    if ckpt is not None:
+        stage = ckpt.stage(_stage_tag(model, cfg, loss, data, rngs))
+        if stage.result is not None:  # finished by an earlier run of the unit
+            return _result_from_stage(stage.result, cfg, model.to(device))
     model.to(device)
     state = TensorState.from_model(model, K, adam=cfg.optimizer == "adam")
-    plan = plan_memory(cfg, model, state.weights(), data.train, data.y_train, loss)
+    resume = stage.partial if stage is not None else None
+    if resume is None:
+        plan = plan_memory(cfg, model, state.weights(), data.train, data.y_train, loss)
+    else:  # the interrupted run's plan: the same micro-batches and evaluation chunks
+        plan = MemoryPlan(int(resume["plan"][0]), int(resume["plan"][1]))
     bs = data.n if cfg.batch_size is None else min(int(cfg.batch_size), data.n)
     keys = ["loss", "accuracy", "val_loss", "val_accuracy", "lr"]
     if cfg.stop_metric == "exact":
@@ -405,7 +541,12 @@ def train_ensemble(
     run = _Run(model=model, cfg=cfg, loss=loss, data=data, rngs=rngs, state=state,
                records=[ModelRecord() for _ in range(K)],
                hist=History(K, keys, min(cfg.max_epochs, 1024)), plan=plan,
-               micro=plan.micro_batch(cfg, bs), device=device)
+               micro=plan.micro_batch(cfg, bs), device=device, stage=stage, t0=t0)
+    if resume is not None:
+        _restore_engine(run, resume)
     with matmul_precision(cfg.precision, device):
         _epochs(run)
-        return _result(run, t0)
+        res = _result(run, t0)
+    if stage is not None:
+        stage.finish(_result_storable(res))
+    return res
