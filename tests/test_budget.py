@@ -89,7 +89,8 @@ def fake(monkeypatch):
     RUN["clock"] = None
 
 
-def test_budget_stops_mid_unit_and_the_rerun_resumes_to_the_same_arrays(tmp_path, fake) -> None:
+def test_budget_stops_mid_unit_and_the_rerun_resumes_to_the_same_arrays(tmp_path, fake,
+                                                                        capsys) -> None:
     exp, clock = fake
     reference = reproduce(exp, "quick", store=ResultStore(tmp_path / "ref", "quick"))
     epochs_uninterrupted = len(RUN["epochs"])
@@ -107,6 +108,12 @@ def test_budget_stops_mid_unit_and_the_rerun_resumes_to_the_same_arrays(tmp_path
     text = report.describe()
     assert "1 of 3 units done" in text and "(epoch 3 of 6)" in text and "left: 1" in text
     assert "in progress" in status_lines(exp, "quick", store=store)[0]
+    from genbounds.results import check_store, store_main
+
+    assert check_store(store.root) == []  # a checkpoint is not a result, nor damage
+    assert store_main(["check", "--root", str(store.root)]) == 0
+    listed = capsys.readouterr().out
+    assert "in progress" in listed and f"{store.unit(Step(2)).key}.pt" in listed
     assert any("in progress" in line and "(epoch 3 of 6)" in line
                for line in status_lines(exp, "quick", store=store))
     with pytest.raises(Unfinished, match=r"in progress: unit Step\(n=2\) \(epoch 3 of 6\)"):

@@ -105,20 +105,24 @@ def run_worker(
     results_dir: str | None = None,
     config: Any = None,
     steal: bool = True,
-    on_code_change: str = "recompute",
+    on_code_change: str | None = None,
 ) -> WorkerReport:
     """Compute worker ``worker``'s share of the units of experiment ``name`` into the store.
 
     This is the function every job of the array runs. ``config`` overrides the preset of
     ``scale`` (the store's namespace stays ``scale``). With ``steal``, the units of other
     workers that are neither stored nor being computed are computed afterwards.
+    ``on_code_change`` defaults to the store's policy: recompute at quick scale, keep (with a
+    warning) at paper scale.
     """
     from genbounds.results import ResultStore
 
     exp, units = _experiment_and_units(name, scale, config)
     share = worker_share(len(units), n_workers, worker)
-    check_choice(on_code_change, "on_code_change", ("recompute", "warn", "error"))
+    if on_code_change is not None:
+        check_choice(on_code_change, "on_code_change", ("recompute", "warn", "error"))
     store = ResultStore(results_dir, namespace=scale)
+    nonfinite, text = exp.declared()
     computed: list[int] = []
     loaded: list[int] = []
     skipped: list[int] = []
@@ -137,14 +141,14 @@ def run_worker(
     for i in share:
         note(i, store.run(units[i], fn, device=getattr(units[i], "device", "auto"),
                           on_code_change=on_code_change,  # type: ignore[arg-type]
-                          code_modules=exp.code))
+                          code_modules=exp.code, nonfinite=nonfinite, text=text))
     if steal:
         for i in range(len(units)):
             if i in share or store.has(units[i]):
                 continue
             note(i, store.try_run(units[i], fn, device=getattr(units[i], "device", "auto"),
                                   on_code_change=on_code_change,  # type: ignore[arg-type]
-                                  code_modules=exp.code))
+                                  code_modules=exp.code, nonfinite=nonfinite, text=text))
     return WorkerReport(worker, n_workers, tuple(computed), tuple(loaded), tuple(skipped))
 
 

@@ -7,7 +7,12 @@ from pathlib import Path
 
 from genbounds.results.errors import DAMAGE_EXIT_CODE
 from genbounds.results.files import default_results_dir
-from genbounds.results.repair import default_repair_command, repair_store, scan_store
+from genbounds.results.repair import (
+    checkpoints_in_progress,
+    default_repair_command,
+    repair_store,
+    scan_store,
+)
 from genbounds.scale import SCALES
 
 __all__ = ["store_main"]
@@ -67,6 +72,12 @@ def store_main(argv: list[str] | None = None) -> int:
     leftovers = [d for d in found if d.kind == "leftover"]
     print(f"{where}: {n_units} unit(s) checked, {n_units - len(found)} sound, "
           f"{len(damaged)} damaged, {len(leftovers)} with leftovers of interrupted writes")
+    busy = checkpoints_in_progress(root, args.scale)
+    if busy:
+        print(f"in progress (a time budget stopped them; `python -m genbounds reproduce` "
+              f"resumes them): {len(busy)} unit(s)")
+        for path in busy:
+            print(f"  {_rel(root, path)}")
     if found:
         print(_table(root, [(d.kind, _rel(root, d.path), d.problem) for d in found]))
         print(f"repair: {default_repair_command(root, args.scale)}")

@@ -47,6 +47,7 @@ __all__ = [
     "Repair",
     "check_store",
     "check_namespace",
+    "checkpoints_in_progress",
     "default_repair_command",
     "quarantine",
     "repair_store",
@@ -254,6 +255,32 @@ class _Scan:
                 else:
                     self.stray_entry(path, "is not a file of the store (a result is <key>.json "
                                            "and <key>.npz, key: 16 hex digits); never read")
+
+
+def checkpoints_in_progress(root: str | Path | None = None, namespace: str | None = None
+                            ) -> list[Path]:
+    """Checkpoints of units a time budget stopped (``<root>/.checkpoints/<ns>/<Class>/<key>.pt``)
+    whose result is not stored: the units *in progress*. Never results; links out of the store
+    are not followed."""
+    root = Path(root) if root is not None else default_results_dir()
+    base = root / CHECKPOINT_DIR
+    if namespace is not None:
+        check_namespace(namespace, "scale")
+    if obstruction(root, base / "x") is not None or not base.is_dir():
+        return []
+    found = []
+    for ns_dir in sorted(p for p in base.iterdir() if namespace is None or p.name == namespace):
+        if obstruction(root, ns_dir / "x" / "y") is not None or not ns_dir.is_dir():
+            continue
+        for class_dir in sorted(p for p in ns_dir.iterdir() if p.is_dir()):
+            if obstruction(root, class_dir / "x") is not None:
+                continue
+            for path in sorted(class_dir.glob("*.pt")):
+                key = path.name[:-3]
+                if UNIT_FILE.fullmatch(f"{key}.json") and not os.path.lexists(
+                        root / ns_dir.name / class_dir.name / f"{key}.json"):
+                    found.append(path)
+    return found
 
 
 def scan_store(
