@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from genbounds.bounds import baselines as bl
 from genbounds.bounds import trauger_tewari as tt
 
 ONE = {"B_w": 1.0, "B_Wc": 1.0, "B_Wv": 1.0, "L_sigma": 1.0}
@@ -322,3 +323,120 @@ def test_generalization_gap_hand_values() -> None:
             tt.generalization_gap(0.1, 100, **args)
     with pytest.raises(ValueError, match="rademacher"):
         tt.generalization_gap(-0.1, 100, loss_bound=1.0, loss_lipschitz=1.0, confidence=0.05)
+
+
+# ============================================================================ bad input (#17)
+# Every public function of trauger_tewari and baselines, every numeric argument, every edge
+# value (seeded sweep: hypothesis is not installed): a finite, non-negative bound or a ValueError
+# that names the argument; never NaN, inf, an OverflowError, a ZeroDivisionError or a hang.
+_EDGES = [0, -1, 1e-300, 1e300, math.nan, math.inf, -math.inf, True, np.array([1.0, 2.0]), 0.5,
+          10**400, np.float64(2.0), np.int64(3)]
+
+
+def _probe(fn, kwargs: dict, name: str, bad: object) -> str | None:
+    import signal
+    import warnings
+
+    def _alarm(*_: object) -> None:
+        raise TimeoutError
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(3)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out = fn(**{**kwargs, name: bad})
+    except ValueError as exc:
+        return None if name in str(exc) else f"ValueError without {name!r}: {exc}"
+    except TimeoutError:
+        return "hang (> 3 s)"
+    except Exception as exc:  # noqa: BLE001 - any other exception is the failure reported
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    v = out.value
+    printed_closed_form = kwargs.get("form") == "printed" or (isinstance(bad, str))
+    if not math.isfinite(v) or (v < 0 and not printed_closed_form):
+        return f"bad value {v!r}"
+    return None
+
+
+_ONE = dict(B_w=1.0, B_Wc=1.0, B_Wv=1.0, L_sigma=1.0)
+_ED = dict(d=4, k=3, B_w=1.0, B_c2=1.0, B_c21=1.0, B_v2=1.0, B_v21=1.0, B_qk21=1.0, B_x=1.0,
+           L_sigma=1.0)
+_ML = dict(L=2, C_1=1.0, C_Bx=1.0, B_c2=1.0, B_v2=1.0, B_qk2=1.0, B_w=1.0, L_sigma=1.0, B_x=1.0)
+_ML11 = dict(L=2, d=4, k=3, B=1.0, B_x=1.0, B_c2=1.0, B_v2=1.0, B_qk2=1.0, B_w=1.0,
+             L_sigma=1.0)
+
+
+def _cases() -> dict:
+    head = tt.rademacher_one_layer_l11(100, 4, B_x=1.0, B_QK=1.0, c=12.0, **_ONE)
+    out = {}
+    for form in ("audited", "printed"):
+        f = dict(form=form)
+        out.update({
+            (tt.log_covering_l1inf, form): dict(eps=0.5, d=4, k=3, B_w=1.0, B_x=1.0, **f),
+            (tt.log_covering_l11, form): dict(eps=0.5, d=4, k=3, B_w=1.0, B_x=1.0, **f),
+            (tt.rademacher_one_layer, form): dict(m=100, d=4, C=1.0, B_x=1.0, c=12.0, C0=0.0,
+                                                  softmax_constant=2.0, **_ONE, **f),
+            (tt.rademacher_one_layer_l11, form): dict(m=100, d=4, B_x=1.0, B_QK=1.0, c=12.0,
+                                                      softmax_constant=2.0, **_ONE, **f),
+            (tt.rademacher_one_layer_l1inf, form): dict(m=100, d=4, B_x=1.0, B_QK=1.0, c=12.0,
+                                                        softmax_constant=2.0, **_ONE, **f),
+            (tt.rademacher_one_layer_l21, form): dict(m=100, d=4, B_x=1.0, B_QK=1.0, c=12.0,
+                                                      lemma_constant=1.0, softmax_constant=2.0,
+                                                      **_ONE, **f),
+            (tt.gap_one_layer_l11, form): dict(m=100, d=4, B_x=1.0, B_QK=1.0, c=12.0,
+                                               loss_bound=1.0, loss_lipschitz=1.0,
+                                               confidence=0.05, softmax_constant=2.0, **_ONE,
+                                               **f),
+            (tt.log_covering_multilayer, form): dict(eps=0.5, a0=0.0, **_ML, **f),
+            (tt.rademacher_multilayer, form): dict(m=100, c=12.0, a0=0.0, **_ML, **f),
+            (tt.log_covering_multilayer_l11, form): dict(eps=0.5, **_ML11, **f),
+            (tt.rademacher_multilayer_l11, form): dict(m=100, c=12.0, **_ML11, **f),
+        })
+    out.update({
+        (tt.log_covering_l21, ""): dict(eps=0.5, d=4, k=3, B_w=1.0, B_x=1.0, constant=1.0),
+        (tt.generalization_gap, ""): dict(rademacher=0.1, n=100, loss_bound=1.0,
+                                          loss_lipschitz=1.0, confidence=0.05),
+        (tt.lemma_e1_allocation, ""): dict(C=[1.0, 2.0], beta=[1.0, 0.5], eps=0.5),
+        (tt.rademacher_multi_head, ""): dict(heads=head, H=2),
+        (bl.edelman_log_covering_single_head, ""): dict(eps=0.5, m=100, T=10, constant=1.0,
+                                                        **_ED),
+        (bl.edelman_rademacher_single_head, ""): dict(m=100, T=10, c=12.0, constant=1.0, **_ED),
+    })
+    return out
+
+
+def test_bad_input_sweep_covers_every_public_function() -> None:
+    import inspect
+
+    public = {getattr(mod, n) for mod in (tt, bl) for n in mod.__all__
+              if inspect.isfunction(getattr(mod, n))}
+    assert public == {fn for fn, _ in _cases()}
+
+
+def test_bad_input_gives_a_value_error_naming_the_argument() -> None:
+    problems = []
+    for (fn, _), kwargs in _cases().items():
+        for name, val in kwargs.items():
+            if isinstance(val, bool) or not isinstance(val, int | float | list):
+                continue
+            for bad in _EDGES + ([1.0, True] if isinstance(val, list) else []):
+                r = _probe(fn, kwargs, name, bad)
+                if r:
+                    problems.append(f"{fn.__name__}({name}={bad!r}, {kwargs.get('form')}): "
+                                    f"{r}"[:300])
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_bad_input_through_the_registry() -> None:
+    from genbounds.bounds import get
+
+    b = get("trauger_tewari.cor_4_1_1.audited")
+    q = dict(m=100, d=4, B_w=1.0, B_Wc=1.0, B_Wv=1.0, B_x=1e300, B_QK=1.0)
+    with pytest.raises(ValueError, match="B_x"):
+        b.evaluate(q)
+    with pytest.raises(ValueError, match="m"):
+        b.evaluate({**q, "B_x": 1.0, "m": True})

@@ -31,11 +31,13 @@ confidence level there); the code keeps the argument name ``delta``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -76,8 +78,10 @@ __all__ = [
     "hoeffding_tail",
     "kl_inverse_upper",
     "linear_l2_sup",
+    "log_binomial_tail",
     "log_covering_inverse_square",
     "log_covering_parametric",
+    "log_hoeffding_tail",
     "massart_bound",
     "maurey_sparsify",
     "mcdiarmid_deviation",
@@ -109,7 +113,135 @@ def _rng(seed: SeedLike) -> np.random.Generator:
         return seed
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
         raise ValueError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
+    if seed is not None and int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     return np.random.default_rng(seed)
+
+
+#: Largest Monte Carlo work (number of sign draws times sample size, or optimisation steps
+#: times restarts times dimension) a function of this module accepts; beyond it the call would
+#: run for hours or exhaust memory, and it is refused with a ``ValueError``.
+MAX_WORK: int = 10**9
+
+
+def _check_work(work: int, names: str) -> None:
+    if work > MAX_WORK:
+        raise ValueError(f"{names} too large: {work:.3g} units of work exceed the maximum "
+                         f"{MAX_WORK:.0e} (genbounds.complexity.MAX_WORK)")
+
+
+def _extreme_args(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                  ) -> list[str]:
+    """Names of the numeric arguments of a call, the most extreme (in |log10|) first."""
+    import inspect
+
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    scored = []
+    for name, val in bound.arguments.items():
+        if isinstance(val, np.ndarray) and val.dtype.kind in "iuf" and val.size:
+            with np.errstate(all="ignore"):
+                top = float(np.max(np.abs(val)))
+            scored.append((abs(math.log10(top)) if 0 < top < math.inf else 400.0, name))
+            continue
+        if isinstance(val, bool) or not isinstance(val, int | float | np.integer | np.floating):
+            continue
+        try:
+            mag = abs(math.log10(abs(float(val)))) if val != 0 else 400.0
+        except OverflowError:
+            mag = 400.0
+        scored.append((mag, name))
+    return [n for _, n in sorted(scored, reverse=True)]
+
+
+def _finite(out: Any) -> bool:
+    """True when every number in ``out`` (a scalar, array, tuple or result dataclass) is finite."""
+    if isinstance(out, bool | np.bool_ | str) or out is None or callable(out):
+        return True
+    if isinstance(out, int | np.integer):
+        return True
+    if isinstance(out, float | np.floating):
+        return math.isfinite(float(out))
+    if isinstance(out, complex | np.complexfloating):
+        return False
+    if isinstance(out, np.ndarray):
+        return out.dtype.kind in "biu" or (out.dtype.kind == "f" and bool(np.isfinite(out).all()))
+    if isinstance(out, tuple | list):
+        return all(_finite(o) for o in out)
+    if dataclasses.is_dataclass(out):
+        # a field may be documented as +inf (DudleyResult.delta_stationary: "no stationary point")
+        markers = getattr(out, "INF_MARKERS", ())
+        return all(_finite(getattr(out, f.name)) or (f.name in markers
+                                                      and getattr(out, f.name) == math.inf)
+                   for f in dataclasses.fields(out))
+    return True
+
+
+F = Any
+
+
+class _GuardError(ValueError):
+    """A ``ValueError`` raised by :func:`_finite_guard` (re-worded by an enclosing guard)."""
+
+
+def _finite_guard(fn: F) -> F:
+    """Wrap a public function so that bad input fails as a ``ValueError`` naming arguments.
+
+    A call whose result is not finite, or that overflows (``OverflowError``,
+    ``ZeroDivisionError``, a non-finite intermediate rejected further down) is re-raised as a
+    ``ValueError`` whose message starts with the call's arguments, the most extreme first, and
+    says that the inputs leave double precision. A ``ValueError`` that already names one of the
+    function's own arguments (the validation helpers' messages start with the name) passes
+    unchanged. NumPy's overflow warnings are silenced inside: the result check replaces them.
+    """
+    import inspect
+
+    params = tuple(inspect.signature(fn).parameters)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                out = fn(*args, **kwargs)
+        except ValueError as exc:
+            msg = str(exc)
+            own = any(msg.startswith(p) for p in params) and not isinstance(exc, _GuardError)
+            if own or "units of work exceed" in msg:
+                raise
+            names = _extreme_args(fn, args, kwargs) or list(params)
+            raise _GuardError(f"{', '.join(names)}: {fn.__name__} cannot be evaluated at these "
+                              f"inputs ({msg})") from exc
+        except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+            names = _extreme_args(fn, args, kwargs) or list(params)
+            raise _GuardError(f"{', '.join(names)}: {fn.__name__} overflows double precision "
+                              f"at these inputs ({type(exc).__name__}: {exc})") from exc
+        if not _finite(out):
+            names = _extreme_args(fn, args, kwargs) or list(params)
+            raise _GuardError(f"{', '.join(names)}: {fn.__name__} is not finite at these inputs "
+                              "(they leave double precision)")
+        if callable(out) and not isinstance(out, type):    # a sup function, a covering profile
+            inner, names = out, _extreme_args(fn, args, kwargs) or list(params)
+
+            def guarded(*a: Any, **k: Any) -> Any:
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    err: Exception | None = None
+                    res: Any = None
+                    try:
+                        res = inner(*a, **k)
+                    except (OverflowError, ZeroDivisionError) as exc:
+                        err = exc
+                if err is not None or not _finite(res):
+                    raise _GuardError(f"{', '.join(names)}: the function returned by "
+                                      f"{fn.__name__} is not finite here (the inputs leave "
+                                      "double precision)") from err
+                return res
+
+            return guarded
+        return out
+
+    return wrapper
 
 
 
@@ -131,6 +263,7 @@ def rademacher_signs(n_draws: int, n: int, seed: SeedLike = 0) -> np.ndarray:
     """``n_draws`` independent Rademacher vectors, shape ``(n_draws, n)``, float64 entries +-1."""
     n_draws = check_int(n_draws, "n_draws")
     n = check_int(n, "n")
+    _check_work(n_draws * n, "n_draws * n")
     rng = _rng(seed)
     return rng.integers(0, 2, size=(n_draws, n)).astype(np.float64) * 2.0 - 1.0
 
@@ -178,8 +311,9 @@ def empirical_rademacher(
         Mean of ``sup_fn(sigma) / n`` over the draws and its standard error.
     """
     n = check_int(n, "n")
-    n_draws = check_int(n_draws, "n_draws")
+    n_draws = check_int(n_draws, "n_draws", minimum=2)
     batch_size = check_int(batch_size, "batch_size")
+    _check_work(n_draws * n, "n_draws * n")
     if not callable(sup_fn):
         raise ValueError("sup_fn must be callable")
     rng = _rng(seed)
@@ -321,6 +455,39 @@ def hoeffding_tail(n: int, t: float, *, width: float = 1.0, two_sided: bool = Fa
     return min(1.0, val)
 
 
+def log_hoeffding_tail(n: int, t: float, *, width: float = 1.0, two_sided: bool = False
+                       ) -> float:
+    """``log`` of :func:`hoeffding_tail`, computed without ``exp``: ``min(0, -2 n t^2 / width^2
+    (+ log 2))``. Finite where the bound itself underflows to 0 (e.g. ``n = 10^4, t = 0.3``)."""
+    n = check_int(n, "n")
+    tv = check_positive(t, "t")
+    w = check_positive(width, "width")
+    if not isinstance(two_sided, bool):
+        raise ValueError(f"two_sided must be a bool, got {two_sided!r}")
+    return min(0.0, -2.0 * n * (tv / w) ** 2 + (math.log(2.0) if two_sided else 0.0))
+
+
+def log_binomial_tail(n: int, k: int, p: float = 0.5) -> float:
+    """``log P(X >= k)`` for ``X ~ Binomial(n, p)``, in log space: ``logsumexp`` of
+    ``scipy.stats.binom.logpmf`` over ``k..n`` (``binom.logsf`` itself returns ``-inf`` in the
+    far tail). ``n`` is at most ``10^7``.
+
+    Exact tails of a sample mean, ``P(mean - p >= t) = P(X >= ceil(n (p + t)))``, underflow to 0
+    in double precision long before their logarithm does; compare them with a bound through
+    logarithms (``log_binomial_tail - log_hoeffding_tail``), never as a ratio of two underflowed
+    numbers. ``k <= 0`` gives 0 (the event is certain); ``k > n`` is refused (the event is
+    impossible and its logarithm is ``-inf``).
+    """
+    from scipy import stats
+
+    n = check_int(n, "n", maximum=10**7)
+    k = check_int(k, "k", minimum=-(2**62), maximum=n)
+    pv = check_probability(p, "p")
+    if k <= 0:
+        return 0.0
+    return min(0.0, float(special.logsumexp(stats.binom.logpmf(np.arange(k, n + 1), n, pv))))
+
+
 def mcdiarmid_deviation(differences: Any, delta: float) -> float:
     """The ``t`` with ``P(g - E g >= t) <= delta`` by McDiarmid's bounded-differences inequality.
 
@@ -427,16 +594,28 @@ def sauer_shelah_bound(n: int, vc_dim: int) -> int:
     (Sauer 1972; Shelah 1972); it equals ``2^n`` for ``n <= vc_dim`` and is at most
     ``(e n / vc_dim)^vc_dim`` for ``n >= vc_dim >= 1``. Exact integer arithmetic.
     """
-    n = check_int(n, "n", minimum=0)
+    n = check_int(n, "n", minimum=0, maximum=100_000)
     d = check_int(vc_dim, "vc_dim", minimum=0)
     return int(sum(math.comb(n, i) for i in range(min(n, d) + 1)))
 
 
 # ============================================================================ PAC-Bayes
 def binary_kl(q: float, p: float) -> float:
-    """``kl(q || p) = q log(q/p) + (1-q) log((1-q)/(1-p))`` for ``q, p`` in ``[0, 1]``."""
+    """``kl(q || p) = q log(q/p) + (1-q) log((1-q)/(1-p))`` for ``q, p`` in ``[0, 1]``.
+
+    Where the divergence is infinite (``p = 0 < q`` or ``p = 1 > q``) it raises a
+    ``ValueError`` naming ``p``.
+    """
     qv = check_probability(q, "q", open_interval=False)
     pv = check_probability(p, "p", open_interval=False)
+    out = _binary_kl(qv, pv)
+    if math.isinf(out):
+        raise ValueError(f"p must be in (0, 1) where q = {qv!r} puts mass outside {{0, 1}} "
+                         f"(kl(q || p) is infinite), got {p!r}")
+    return out
+
+
+def _binary_kl(qv: float, pv: float) -> float:
     out = 0.0
     for a, b in ((qv, pv), (1.0 - qv, 1.0 - pv)):
         if a > 0.0:
@@ -453,14 +632,14 @@ def kl_inverse_upper(q: float, budget: float) -> float:
     """
     qv = check_probability(q, "q", open_interval=False)
     b = check_nonnegative(budget, "budget")
-    if qv >= 1.0 or binary_kl(qv, 1.0) <= b:
+    if qv >= 1.0 or _binary_kl(qv, 1.0) <= b:
         return 1.0
     if b == 0.0:
         return qv
     lo, hi = qv, 1.0
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if binary_kl(qv, mid) <= b:
+        if _binary_kl(qv, mid) <= b:
             lo = mid
         else:
             hi = mid
@@ -514,7 +693,7 @@ def log_covering_parametric(dim: int, radius: float) -> Callable[[float], float]
 
     (The volumetric bound ``N(eps) <= (1 + 2r/eps)^dim`` for any norm ball.)
     """
-    p = check_int(dim, "dim")
+    p = check_int(dim, "dim", maximum=10**15)
     r = check_positive(radius, "radius")
     return lambda eps: p * math.log1p(2.0 * r / eps)
 
@@ -631,7 +810,7 @@ def dudley_optimal_delta(
     bounded scalar minimisation around the best grid point.
     """
     n, U, _, w = _check_dudley_args(n, upper, 1.0, weight)
-    grid_size = check_int(grid_size, "grid_size", minimum=3)
+    grid_size = check_int(grid_size, "grid_size", minimum=3, maximum=100_000)
     ts = np.linspace(math.log(U) - 12 * math.log(10), math.log(U), grid_size)
     vals = np.array([float(log_covering(math.exp(t))) for t in ts])
     if np.any(np.isnan(vals)) or np.any(vals < 0):
@@ -698,6 +877,9 @@ class DudleyResult:
     weight:
         The weight ``w`` of the integral that was used (1 in the papers' form).
     """
+
+    #: Fields that may be ``+inf`` by definition (every other number of a result is finite).
+    INF_MARKERS: ClassVar[tuple[str, ...]] = ("delta_stationary",)
 
     value: float
     objective: float
@@ -1031,7 +1213,8 @@ def maurey_sparsify(
             f"atoms has shape {G.shape}"
         )
     k = check_int(k, "k")
-    n_draws = check_int(n_draws, "n_draws")
+    n_draws = check_int(n_draws, "n_draws", minimum=2)
+    _check_work(n_draws * (k + G.size), "n_draws * (k + atoms.size)")
     if scheme not in ("zhang", "scaled"):
         raise ValueError(f"scheme must be 'zhang' or 'scaled', got {scheme!r}")
     gamma = float(np.abs(a).sum())
@@ -1167,6 +1350,8 @@ def adversarial_softmax_search(
     dim = check_int(dim, "dim", minimum=2)
     n_restarts = check_int(n_restarts, "n_restarts")
     steps = check_int(steps, "steps")
+    _check_work(n_restarts * dim, "n_restarts * dim")
+    _check_work(steps * n_restarts * dim * 1000, "steps * n_restarts * dim")
     lr = check_positive(lr, "lr")
     init_scale = check_positive(init_scale, "init_scale")
     if denominator not in ("linf", "sharp"):
@@ -1223,3 +1408,13 @@ def adversarial_softmax_search(
     r = np.where(ok, num / np.where(ok, den, 1.0), 0.0)
     j = int(np.argmax(r))
     return SoftmaxSearchResult(float(r[j]), un[j], vn[j], r, denominator)
+
+
+# Every public function fails on bad input with a ValueError naming arguments (never NaN, inf,
+# an OverflowError or a ZeroDivisionError from deep inside).
+for _name in __all__:
+    _obj = globals()[_name]
+    if (callable(_obj) and not isinstance(_obj, type)
+            and getattr(_obj, "__module__", "") == __name__):
+        globals()[_name] = _finite_guard(_obj)
+del _name, _obj

@@ -32,22 +32,25 @@ Edelman et al.'s Lemma 4.6): ``||w||_2 <= B_w``; ``||W_c||_2 <= B_c2``, ``||W_c|
 Error decomposition (for parameters ``theta`` and a cover element ``theta_hat``, at every
 sample)::
 
-    |f - f_hat| <= eps_w + B_w [eps_c + L_sigma B_c2 eps_v + 2 L_sigma B_c2 B_v2 B_x eps_QK]
+    |f - f_hat| <= eps_w + B_w [eps_c + L_sigma B_c2 eps_v + 2 L_sigma B_c2 B_v2 B_x^2 eps_QK]
 
 where ``eps_w`` covers ``u -> w^T u`` on the ``m`` read-out vectors (norm ``<= R_y = B_c2 L_sigma
 B_v2 B_x``), ``eps_c`` covers ``u -> W_c^T u`` on the ``m`` activation vectors (norm
 ``<= L_sigma B_v2 B_x``), ``eps_v`` covers ``x -> W_v^T x`` on **all ``m T`` tokens** (the
 attention average is a convex combination of them: this is where ``T`` enters), and
 ``eps_QK`` covers ``x_cls -> W_QK x_cls`` on the ``m`` [CLS] tokens (then
-``||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf`` and ``|x_t^T (W - W_hat) x_cls| <= B_x
-eps_QK``). Edelman et al.'s Lemma 4.6 gives ``log N_i <= constant * B_in,i^2 B_i^2 ln(d_out,i
-N_i) / eps_i^2`` for each map, and Lemma A.8 allocates ``eps = sum beta_i eps_i`` optimally::
+``|x_t^T (W - W_hat) x_cls| <= B_x eps_QK``, ``||softmax(a) - softmax(b)||_1 <= 2 ||a - b||_inf``
+and ``||X^T (p - p_hat)||_2 <= B_x ||p - p_hat||_1``: two factors ``B_x``; an earlier version of
+this module had one, which chapter 02's audit of the reconstruction caught with the
+finite-difference case of its Theorem 4.2 audit). Edelman et al.'s Lemma 4.6 gives
+``log N_i <= constant * B_in,i^2 B_i^2 ln(d_out,i N_i) / eps_i^2`` for each map, and Lemma A.8
+allocates ``eps = sum beta_i eps_i`` optimally::
 
     log N(eps) <= Gamma^3 / eps^2,  Gamma = sum_i (C_i beta_i^2)^{1/3},
     C_w  = constant B_w^2  R_y^2            ln(m),       beta_w  = 1,
     C_c  = constant B_c21^2 (L_sigma B_v2 B_x)^2 ln(d m), beta_c  = B_w,
     C_v  = constant B_v21^2 B_x^2           ln(k m T),   beta_v  = B_w L_sigma B_c2,
-    C_QK = constant B_qk21^2 B_x^2          ln(d m),     beta_QK = 2 B_w L_sigma B_c2 B_v2 B_x.
+    C_QK = constant B_qk21^2 B_x^2          ln(d m),     beta_QK = 2 B_w L_sigma B_c2 B_v2 B_x^2.
 
 With ``log_factor="global"`` every ``ln(.)`` above is replaced by ``ln(max(d, k) m T)``.
 The Rademacher bound is Dudley's integral with ``log N = Gamma^3/eps^2`` over the range
@@ -66,10 +69,16 @@ from genbounds.bounds.registry import (
     Bound,
     BoundKind,
     BoundValue,
+    Verdict,
     dudley_annotations,
     register,
 )
-from genbounds.complexity import DeltaChoice, IntegralForm, dudley_inverse_square
+from genbounds.complexity import (
+    DeltaChoice,
+    IntegralForm,
+    _finite_guard,
+    dudley_inverse_square,
+)
 from genbounds.validation import check_choice, check_int, check_positive
 
 __all__ = ["edelman_log_covering_single_head", "edelman_rademacher_single_head"]
@@ -95,8 +104,9 @@ def _components(m: int, T: int, d: int, k: int, B_w: float, B_c2: float, B_c21: 
         "w": (constant * B_w**2 * R_y**2 * logs["w"], 1.0, logs["w"]),
         "W_c": (constant * B_c21**2 * R_act**2 * logs["W_c"], B_w, logs["W_c"]),
         "W_v": (constant * B_v21**2 * B_x**2 * logs["W_v"], B_w * L_sigma * B_c2, logs["W_v"]),
+        # one B_x from the logit x_t^T (W - W_hat) x_cls, one from mixing the tokens X^T dp
         "W_QK": (constant * B_qk21**2 * B_x**2 * logs["W_QK"],
-                 2.0 * B_w * L_sigma * B_c2 * B_v2 * B_x, logs["W_QK"]),
+                 2.0 * B_w * L_sigma * B_c2 * B_v2 * B_x**2, logs["W_QK"]),
     }
     return comps, R_y
 
@@ -176,6 +186,7 @@ def edelman_log_covering_single_head(
     terms: dict[str, float] = {"Gamma": Gamma}
     terms.update({f"(C beta^2)^(1/3) {n}": v for n, v in contrib.items()})
     terms.update({f"log factor {n}": lg for n, (_, _, lg) in comps.items()})
+    terms.update({f"beta {n}": beta for n, (_, beta, _) in comps.items()})
     return BoundValue(
         kind=BoundKind.LOG_COVERING,
         value=Gamma**3 / e**2,
@@ -252,6 +263,10 @@ def edelman_rademacher_single_head(
     )
 
 
+# Bad input fails as a ValueError naming arguments (never inf, NaN or an OverflowError).
+edelman_log_covering_single_head = _finite_guard(edelman_log_covering_single_head)
+edelman_rademacher_single_head = _finite_guard(edelman_rademacher_single_head)
+
 # ============================================================================ registry
 register(Bound(
     key="edelman.single_head_log_T.reconstructed", paper="edelman2022inductive",
@@ -260,4 +275,8 @@ register(Bound(
     constants={"c": DUDLEY_C_BARTLETT_2017, "L_sigma": 1.0, "constant": 1.0},
     fn=edelman_rademacher_single_head,
     description="one head, [CLS] output; grows with log T (hidden constant set to 1)",
+    # chapter 02 proves the reconstructed statement (Proposition tt-prop-edelman) from steps that
+    # hold and Edelman et al.'s Lemma 4.6, quoted with its unstated constant kappa (`constant`):
+    # a certificate for kappa <= constant. Whether it is *their* theorem is not claimed.
+    verdict=Verdict.HOLDS, audit="tt-prop-edelman",
 ))

@@ -39,15 +39,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Literal
 
+import numpy as np
+
 from genbounds.bounds.registry import (
     DUDLEY_C_BARTLETT_2017,
     Bound,
     BoundKind,
     BoundValue,
+    Verdict,
     dudley_annotations,
     register,
 )
-from genbounds.complexity import DeltaChoice, IntegralForm, dudley_inverse_square
+from genbounds.complexity import (
+    DeltaChoice,
+    IntegralForm,
+    _finite_guard,
+    dudley_inverse_square,
+)
 from genbounds.validation import check_choice, check_int, check_nonnegative, check_positive
 
 __all__ = [
@@ -603,7 +611,7 @@ def rademacher_multi_head(heads: BoundValue | Sequence[BoundValue], H: int | Non
     if isinstance(heads, BoundValue):
         if H is None:
             raise ValueError("H must be given when heads is a single BoundValue")
-        Hn = check_int(H, "H")
+        Hn = check_int(H, "H", maximum=1_000_000)
         per = [heads] * Hn
     else:
         per = list(heads)
@@ -634,6 +642,9 @@ def lemma_e1_allocation(C: Sequence[float], beta: Sequence[float], eps: float) -
     at ``eps_i = (eps/gamma) (C_i/beta_i)^{1/3}`` (Lagrange: ``C_i/eps_i^3`` proportional to
     ``beta_i``). Components with ``C_i = 0`` get ``eps_i = 0`` and contribute nothing.
     """
+    for name, seq in (("C", C), ("beta", beta)):
+        if isinstance(seq, str | bytes) or not isinstance(seq, Sequence | np.ndarray):
+            raise ValueError(f"{name} must be a sequence of numbers, got {seq!r}")
     Cs = [check_nonnegative(x, f"C[{i}]") for i, x in enumerate(C)]
     bs = [check_positive(x, f"beta[{i}]") for i, x in enumerate(beta)]
     if not Cs or len(Cs) != len(bs):
@@ -980,20 +991,67 @@ def gap_one_layer_l11(
                    reference=f"{_TT}, Cor. 4.1.1 + Section 2.3")
 
 
+# Bad input fails as a ValueError naming arguments (never inf, NaN or an OverflowError).
+for _name in __all__:
+    if _name != "Form":
+        globals()[_name] = _finite_guard(globals()[_name])
+del _name
+
 # ============================================================================ registry
 _ONE_LAYER_NEEDS = ("m", "d", "B_w", "B_Wc", "B_Wv", "B_x", "B_QK")
 _DUDLEY = {"c": DUDLEY_C_BARTLETT_2017, "L_sigma": 1.0, "softmax_constant": 2.0}
 _GAP = {"loss_bound": 1.0, "loss_lipschitz": 1.0, "confidence": 0.05}
 
 
+#: The audit's verdicts (chapter ``02_trauger_tewari``): ``key -> {form: (Verdict, prf label,
+#: counterexample)}``. An ``audited`` form is the chapter's corrected statement, which it proves
+#: (from steps that hold, and lemmas quoted from Edelman et al. 2022 that the chapter marks
+#: *given*); a ``printed`` form is the statement as the paper prints it.
+_TRANSPOSED = ("the transposition counterexample of chapter 02 (Thm 4.1 audit, step 0): "
+               "k = 1, sigma = id, w = e_1, W_c = e_1^T, W_v = a with ||a||_inf <= 1 (the "
+               "printed hypothesis ||W_v^T||_{1,inf} <= 1), shared x_cls = 0, every token of "
+               "sample i equal to e_{(i mod d)+1}, m = 4d: Rad_S = 0.9 E|S_4|/4 = 0.3375 for "
+               "every d, while the printed bound with c = 12")
+_VERDICTS: dict[str, dict[str, tuple[Verdict, str, str]]] = {
+    "lemma_3_3": {"printed": (Verdict.HOLDS_WITH_CORRECTION, "tt-lem-3-3-printed", ""),
+                  "audited": (Verdict.HOLDS, "tt-lem-3-3", "")},
+    "lemma_3_6": {"printed": (Verdict.HOLDS_WITH_CORRECTION, "tt-lem-3-6-printed", ""),
+                  "audited": (Verdict.HOLDS, "tt-lem-3-6", "")},
+    "thm_4_1": {"printed": (Verdict.FALSE, "tt-thm-4-1-printed",
+                            _TRANSPOSED + " (C = 0) is 24 sqrt(ln(2d)/m) < 0.3375 for d >= 2^14"),
+                "audited": (Verdict.HOLDS, "tt-thm-4-1", "")},
+    "cor_4_1_1": {"printed": (Verdict.FALSE, "tt-cor-4-1-1-printed",
+                              _TRANSPOSED + " and ||W_QK||_{1,1} <= 1e-6 is below 0.3375 at "
+                              "d = 2^14 (chapter 02, corollaries cell)"),
+                  "audited": (Verdict.HOLDS, "tt-cor-4-1-1", "")},
+    "cor_d_0_1": {"printed": (Verdict.FALSE, "tt-cor-d-0-1-printed",
+                              _TRANSPOSED + " and ||W_QK||_{1,inf} <= 1e-6 is below 0.3375 at "
+                              "d = 2^14 (tokens e_j have ||x||_1 = 1; chapter 02, corollaries "
+                              "cell)"),
+                  "audited": (Verdict.HOLDS, "tt-cor-d-0-1", "")},
+    "cor_d_0_2": {"printed": (Verdict.FALSE, "tt-cor-d-0-2-printed",
+                              _TRANSPOSED + " and ||W_QK||_{2,1} <= 1e-6 is below 0.3375 at "
+                              "d = 2^14 (chapter 02, corollaries cell)"),
+                  "audited": (Verdict.HOLDS, "tt-cor-d-0-2", "")},
+    "thm_4_2": {"printed": (Verdict.DOES_NOT_FOLLOW, "tt-thm-4-2-printed", ""),
+                "audited": (Verdict.HOLDS, "tt-thm-4-2", "")},
+    "cor_4_2_1": {"printed": (Verdict.DOES_NOT_FOLLOW, "tt-cor-4-2-1-printed", ""),
+                  "audited": (Verdict.HOLDS, "tt-cor-4-2-1", "")},
+    "gap_cor_4_1_1": {"printed": (Verdict.DOES_NOT_FOLLOW, "tt-cor-gap-printed", ""),
+                      "audited": (Verdict.HOLDS, "tt-cor-gap", "")},
+}
+
+
 def _register_both_forms(key: str, statement: str, kind: BoundKind, needs: tuple[str, ...],
                          constants: dict[str, float], fn: Callable[..., BoundValue],
                          description: str) -> None:
     for form in ("printed", "audited"):
+        verdict, audit, counterexample = _VERDICTS[key][form]
         register(Bound(key=f"trauger_tewari.{key}.{form}", paper="trauger2024sequence",
                        statement=statement, kind=kind, form=form, needs=needs,
                        constants=constants, fn=fn, fixed={"form": form},
-                       description=description))
+                       description=description, verdict=verdict, audit=audit,
+                       counterexample=counterexample))
 
 
 _register_both_forms("lemma_3_3", "Lemma 3.3", BoundKind.LOG_COVERING,
@@ -1004,7 +1062,8 @@ register(Bound(key="trauger_tewari.lemma_3_4.audited", paper="trauger2024sequenc
                statement="Lemma 3.4", kind=BoundKind.LOG_COVERING, form="audited",
                needs=("eps", "d", "k", "B_w", "B_x"), constants={"constant": 1.0},
                fn=log_covering_l21, description="log N of {x -> W x : ||W^T||_{2,1} <= B_w} (sum "
-               "of row l2 norms, as audited; the printed column constraint makes it false)"))
+               "of row l2 norms, as audited; the printed column constraint makes it false)",
+               verdict=Verdict.HOLDS, audit="tt-lem-3-4"))
 _register_both_forms("lemma_3_6", "Lemma 3.6", BoundKind.LOG_COVERING,
                      ("eps", "d", "k", "B_w", "B_x"), {}, log_covering_l11,
                      "log N of {x -> W x : ||W||_{1,1} <= B_w} (Maurey)")
