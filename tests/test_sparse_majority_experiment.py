@@ -186,3 +186,42 @@ def test_cli_reproduce_fills_the_store(tmp_path, monkeypatch) -> None:
     assert main(["reproduce", "--scale", "quick", "--only", "sparse_majority",
                  "--results-dir", str(tmp_path), "--no-progress"]) == 0
     assert len(list((tmp_path / "quick" / "SparseMajorityConfig").glob("*.json"))) == 2
+
+
+def test_a_unit_interrupted_at_a_random_epoch_resumes_to_identical_arrays(tmp_path) -> None:
+    """Issue #19 item 1: one sparse-majority unit (one T) stopped by its time budget at a
+    random epoch and run again stores, bit for bit, the arrays of the uninterrupted unit."""
+    from genbounds.train import BudgetExhausted, UnitCheckpoint, unit_checkpoint
+
+    unit = dataclasses.replace(TINY, T_values=(8,), max_epochs=9, optimizer="adam", lr=0.02,
+                               momentum=0.0)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        want = run(unit)
+        k = int(np.random.default_rng().integers(1, 8))  # any epoch boundary before the last
+        path = tmp_path / "unit.pt"
+        ck = UnitCheckpoint(path)
+        seen = {"n": 0}
+
+        def should_save() -> bool:
+            seen["n"] += 1
+            return seen["n"] >= k
+
+        ck.should_save = should_save  # type: ignore[method-assign]
+        ck.out_of_time = lambda: seen["n"] >= k  # type: ignore[method-assign]
+        with unit_checkpoint(ck), pytest.raises(BudgetExhausted) as info:
+            run(unit)
+        assert info.value.epoch == k and path.is_file()
+        with unit_checkpoint(UnitCheckpoint(path)):
+            got = run(unit)
+    finally:
+        torch.set_num_threads(before)
+    assert (want["stopped_epoch"] >= k).all(), "the interruption came after training ended"
+    assert set(got) == set(want)
+    for key in want:
+        if key == "group_wall_time_s":
+            continue
+        a, b = np.asarray(got[key]), np.asarray(want[key])
+        assert a.dtype == b.dtype and a.shape == b.shape, key
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (key, k)

@@ -64,7 +64,16 @@ ordered by ``T`` then run), all at the kept weights:
 * ``tt_W_QK`` ``(runs, heads, d+1, d+1)``, ``tt_W_v`` ``(runs, heads, d+1, d)``, ``tt_W_c``
   ``(runs, d, d)``, ``tt_w`` ``(runs, d, 2)``, ``tt_offset`` ``(runs, 2)``: the kept weights
   rewritten as TT heads (float32), so that a chapter can compute any norm a bound needs;
-* ``group_wall_time_s``: wall-clock seconds of the ensemble (all runs of that ``T``).
+* ``group_wall_time_s``: wall-clock seconds of the ensemble (all runs of that ``T``), the time
+  spent before an interruption included.
+
+Interrupted units (``reproduce --budget-minutes``). A unit (one ``T``) run under
+:func:`genbounds.train.unit_checkpoint` is one stage of the unit checkpoint: when the budget is
+spent, the training saves its state at the end of an epoch and raises
+:class:`genbounds.train.BudgetExhausted`; run again, it resumes at that epoch and every stored
+array is bitwise what the uninterrupted unit stores on the same device (CPU: tested in
+``tests/test_sparse_majority_experiment.py``). Everything else the unit computes (data, held-out
+set, norms) is a deterministic function of the seeds and the kept weights, so it needs no state.
 """
 
 from __future__ import annotations
@@ -378,6 +387,9 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
         res, model, batch = train_group(config, T, progress=progress)
         seeds = [run_seeds(config, T, r) for r in range(K)]
         wall = time.perf_counter() - t0
+        # a resumed training reports the time of the interrupted runs too (res.wall_time_s
+        # counts them; this process's share of it was spent inside the time just measured)
+        wall += max(0.0, res.wall_time_s - wall)
         # the model now holds the kept (lowest validation loss) weights
         add("T", np.full(K, T, dtype=np.int64))
         add("run", np.arange(K, dtype=np.int64))
