@@ -193,21 +193,27 @@ def test_norm_bound_hand_checked() -> None:
                                     form="printed")
     g = 4.0  # gamma_SH = (1 + 1) + (1 + 1)
     assert bv.value == pytest.approx(0.08 * (1 + math.log(g**3 / 0.01)) + 0.8)
-    au = orb.norm_bound_single_head(100, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, delta=0.1)
-    # audited components: scale (1, 1, 1, 1), beta (1, 1, 1, 2): gamma^3 = (3 + 4^(1/3))^3
+    au = orb.norm_bound_single_head(100, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, delta=0.1,
+                                    sigma=0.5)
+    # audited components: scale (1, 1, 1, 1), beta (1, 1, 1, 2): gamma^3 = (3 + 4^(1/3))^3;
+    # b = B + B_w B_c B_v B_X = 2, A = (4 b^2 + 24 sigma^2)/n, proper cover log N = 4 G/delta^2
     G = (3 + 4 ** (1 / 3)) ** 3
-    assert au.value == pytest.approx(0.08 * (1 + G / 0.01) + 0.8)
+    A, K = (16 + 6) / 100, 28 + 6 * math.sqrt(2 / math.pi)
+    assert au.value == pytest.approx(A * 4 * G / 0.01 + K * 0.1)
+    with pytest.raises(ValueError, match="sigma"):
+        orb.norm_bound_single_head(100, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
     # the optimal delta: closed form minimiser checked by scipy
-    best = orb.norm_bound_single_head(100, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+    best = orb.norm_bound_single_head(100, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, sigma=0.5)
     res = optimize.minimize_scalar(lambda t: orb.norm_bound_single_head(
-        100, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, delta=math.exp(t)).value, bounds=(-10, 5),
-        method="bounded")
+        100, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, delta=math.exp(t), sigma=0.5).value,
+        bounds=(-10, 5), method="bounded")
     assert best.value == pytest.approx(res.fun, rel=1e-6)
 
 
 def test_norm_bound_rate_is_n_to_minus_one_third_after_audit() -> None:
     ns = np.array([1e3, 1e4, 1e5, 1e6])
-    vals = [orb.norm_bound_single_head(int(n), 1, 1, 1, 1, 1, 1, 1).value for n in ns]
+    vals = [orb.norm_bound_single_head(int(n), 1, 1, 1, 1, 1, 1, 1, sigma=0.5).value
+            for n in ns]
     slope = np.polyfit(np.log(ns), np.log(vals), 1)[0]
     assert slope == pytest.approx(-1 / 3, abs=0.02)
     printed = [orb.norm_bound_single_head(int(n), 1, 1, 1, 1, 1, 1, 1, form="printed").value
@@ -217,13 +223,17 @@ def test_norm_bound_rate_is_n_to_minus_one_third_after_audit() -> None:
 
 def test_rank_bounds_rate_and_monotone_in_rank() -> None:
     ns = [10**3, 10**4, 10**5, 10**6]
-    vals = [orb.rank_bound_single_head(n, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1).value for n in ns]
+    vals = [orb.rank_bound_single_head(n, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, sigma=0.5).value
+            for n in ns]
     slope = np.polyfit(np.log(ns), np.log(vals), 1)[0]
     assert -1.0 < slope < -0.8  # log n / n
-    lo = orb.rank_bound_single_head(1000, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1).value
-    hi = orb.rank_bound_single_head(1000, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1).value
+    lo = orb.rank_bound_single_head(1000, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, sigma=0.5).value
+    hi = orb.rank_bound_single_head(1000, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, sigma=0.5).value
     assert lo < hi
-    ml = orb.rank_bound_multi_layer(1000, 2, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1)
+    # the noise enters: a larger sigma gives a larger audited bound
+    assert orb.rank_bound_single_head(1000, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, sigma=5.0
+                                      ).value > lo
+    ml = orb.rank_bound_multi_layer(1000, 2, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, sigma=0.5)
     assert ml.value > 0 and ml.terms["log_covering"] > 0
 
 
@@ -264,9 +274,10 @@ def test_every_bound_registered_in_both_forms() -> None:
         assert {f"{s}.printed", f"{s}.audited"} <= keys
     assert len(stems) == 18
     b = next(b for b in registered() if b.key == "offset_rademacher.thm_b_1.audited")
-    q = dict(n=100, kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0, B_QK=1.0, B_X=1.0)
+    q = dict(n=100, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0, B_QK=1.0, B_X=1.0, sigma=0.5)
+    assert "sigma" in b.needs and "kappa" not in b.needs
     assert b.evaluate(q).value == pytest.approx(
-        orb.norm_bound_single_head(100, 1, 1, 1, 1, 1, 1, 1).value)
+        orb.norm_bound_single_head(100, 1, 1, 1, 1, 1, 1, 1, sigma=0.5).value)
 
 
 def test_squared_loss_audited_hand_checked_and_covers_counterexample() -> None:
@@ -283,20 +294,134 @@ def test_squared_loss_audited_hand_checked_and_covers_counterexample() -> None:
 
 def test_section_6_bounds_compose() -> None:
     one = dict(kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0, B_QK=1.0)
-    aud = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, delta=0.1)
-    base = orb.norm_bound_single_head(500, **one, B_X=3.0, delta=0.1)
+    aud = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, delta=0.1, sigma=0.5)
+    base = orb.norm_bound_single_head(500, **one, B_X=3.0, delta=0.1, sigma=0.5)
     assert aud.value == pytest.approx(base.value + orb.subgaussian_truncation_error(
         3.0, 1.0, 4, 3, 1.0))
     prt = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, delta=0.1,
                                      form="printed")
     # printed prefactor keeps B_X = 10: 4 (1 + 10) / 500
     assert prt.terms["prefactor 4(kB + kH B_w B_c B_v L B_X)/n"] == pytest.approx(44 / 500)
-    ml = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, layers=2)
-    assert ml.reference.endswith("Thm 6.6") and ml.terms["T_err(M)"] > 0
-    ht = orb.heavy_tail_rank_bound(500, 3.0, 4.0, 1.0, 4, 3, 2, 2, 2, 2, **one)
-    rb = orb.rank_bound_single_head(500, 3, 2, 2, 2, 2, **one, B_X=3.0)
+    ml = orb.subgaussian_norm_bound(500, 3.0, 1.0, 4, 3, **one, B_X=10.0, layers=2, sigma=0.5)
+    assert "Thm 6.6" in ml.reference and ml.terms["T_err(M)"] > 0
+    ht = orb.heavy_tail_rank_bound(500, 3.0, 4.0, 1.0, 4, 3, 2, 2, 2, 2, **one, sigma=0.5)
+    rb = orb.rank_bound_single_head(500, 3, 2, 2, 2, 2, **one, B_X=3.0, sigma=0.5)
     assert ht.value == pytest.approx(rb.value + orb.heavy_tail_bias(3.0, 4.0, 1.0, 4, 3, 1.0))
-    assert orb.heavy_tail_rank_bound(500, 3.0, 4.0, 1.0, 4, 3, 2, 2, 2, 2, **one, heads=2
-                                     ).reference.endswith("Thm 6.10")
+    assert "Thm 6.10" in orb.heavy_tail_rank_bound(500, 3.0, 4.0, 1.0, 4, 3, 2, 2, 2, 2, **one,
+                                                   heads=2, sigma=0.5).reference
     with pytest.raises(ValueError, match="M"):
         orb.subgaussian_norm_bound(500, 0.0, 1.0, 4, 3, **one, B_X=1.0)
+
+
+# ------------------------------------------------------------------ audit verdicts (issue #21)
+def test_every_li_registration_has_a_verdict_and_printed_ones_are_refuted() -> None:
+    from genbounds.bounds.registry import Verdict
+
+    bs = [b for b in registered() if b.key.startswith("offset_rademacher.")]
+    assert len(bs) == 36
+    for b in bs:
+        assert b.verdict is not None and b.audit.startswith("or-"), b.key
+        if b.form == "audited":
+            assert b.verdict is Verdict.HOLDS and "sigma" in b.needs or "noise_offset_complexity" \
+                in b.needs, b.key
+        elif b.verdict is Verdict.FALSE:
+            assert "excess risk is" in b.counterexample, b.key
+    false = {b.key for b in bs if b.verdict is Verdict.FALSE}
+    assert "offset_rademacher.thm_4_4.printed" in false and len(false) == 15
+
+
+def test_one_token_counterexample_numbers() -> None:
+    v = orb.one_token_instance(10_000, 10.0)
+    # the printed bound is 2/n whatever sigma; the excess of clip(mean y) is about sigma^2/n
+    assert v["printed_thm_4_4"] == pytest.approx(2e-4, rel=1e-3)
+    assert orb.one_token_instance(10_000, 1.0)["printed_thm_4_4"] == v["printed_thm_4_4"]
+    assert v["true_excess"] == pytest.approx(1e-2, rel=1e-3)
+    # Monte Carlo check of E min(ybar^2, 1)
+    ybar = np.random.default_rng(0).normal(0, 1.0, 400_000)      # sigma = 100, n = 10^4
+    mc = np.minimum(ybar**2, 1.0)
+    w = orb.one_token_instance(10_000, 100.0)
+    assert abs(mc.mean() - w["true_excess"]) < 4 * mc.std() / math.sqrt(mc.size)
+    assert w["printed_cor_4_5"] < w["true_excess"]
+    # the registered counterexample text carries these numbers
+    b = next(b for b in registered() if b.key == "offset_rademacher.thm_4_4.printed")
+    assert f"{v['printed_thm_4_4']:.2e}" in b.counterexample
+    assert f"{v['true_excess']:.2e}" in b.counterexample
+
+
+def test_audited_offset_theorem_holds_on_the_counterexample() -> None:
+    # h in [-1, 1] (constants), b = 1: R_off(h^2, 1/2) and E sup (4 xi h - h^2) by Monte Carlo
+    n, sigma = 400, 10.0
+    rng = np.random.default_rng(1)
+    tau = rng.choice([-1.0, 1.0], size=(4000, n)).mean(axis=1)
+    u = np.clip(tau, 0, 1)
+    r_off = float(np.mean(u * tau - u**2 / 2))
+    xi = rng.normal(0, sigma / math.sqrt(n), 4000)
+    h = np.clip(2 * xi, -1, 1)
+    q = float(np.mean(4 * xi * h - h**2))
+    bound = orb.offset_excess_audited(r_off, q).value
+    assert orb.one_token_instance(n, sigma)["true_excess"] <= bound
+
+
+BAD = (-1.0, 0.0, math.nan, math.inf, "x", None, True)
+
+
+@pytest.mark.parametrize(("fn", "kwargs", "may_be_zero"), [
+    (orb.norm_bound_single_head, dict(n=100, kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0,
+                                      B_QK=1.0, B_X=1.0, form="printed"), {"B"}),
+    (orb.norm_bound_single_head, dict(n=100, kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0,
+                                      B_QK=1.0, B_X=1.0, sigma=0.5), {"B", "sigma", "kappa"}),
+    (orb.rank_bound_single_head, dict(n=100, d=3, k=2, r_QK=2, r_v=2, r_c=2, kappa=1.0, B=1.0,
+                                      B_w=1.0, B_c=1.0, B_v=1.0, B_QK=1.0, B_X=1.0, sigma=0.5),
+     {"B", "sigma", "kappa"}),
+    (orb.norm_bound_multi_layer, dict(n=100, layers=2, kappa=1.0, B=1.0, B_w=1.0, B_c=1.0,
+                                      B_v=1.0, B_QK=1.0, B_x=1.0, form="printed"), {"B"}),
+    (orb.gamma_sh_printed, dict(C_1=1.0, B_x=1.0, B_w=1.0, B_c=1.0, B_v=1.0, L_sigma=1.0), set()),
+    (orb.penalty_single_head, dict(kappa=1.0, B=1.0, B_w=1.0, B_c=1.0, B_v=1.0, L_sigma=1.0,
+                                   B_X=1.0), {"B"}),
+    (orb.squared_loss_excess_audited, dict(n=100, log_covering=1.0, b=1.0, sigma=1.0),
+     {"log_covering", "sigma"}),
+    (orb.one_token_instance, dict(n=100, sigma=1.0), set()),
+])
+def test_bad_input_raises_value_error_naming_the_argument(fn, kwargs, may_be_zero) -> None:
+    """Every argument replaced by each bad value: a ValueError naming it (issue #17), or, for a
+    value the statement allows (0 for B, sigma, ...; kappa unread by an audited form), a finite
+    number."""
+    for name in kwargs:
+        if name == "form":
+            continue
+        for bad in BAD:
+            args = {**kwargs, name: bad}
+            try:
+                out = fn(**args)
+            except ValueError as err:
+                assert name in str(err) or (bad is None and name == "sigma"), (name, bad, err)
+                continue
+            val = getattr(out, "value", out)
+            assert isinstance(val, float) and math.isfinite(val), (name, bad, val)
+            assert (bad == 0.0 and name in may_be_zero) or (name == "kappa" and
+                                                            name in may_be_zero), (name, bad)
+
+
+def test_property_bounds_finite_and_positive_on_valid_inputs() -> None:
+    hyp = pytest.importorskip("hypothesis")
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    pos = st.floats(1e-3, 1e3)
+
+    @settings(max_examples=40, deadline=None)
+    @given(n=st.integers(1, 10**7), B=st.floats(0, 1e3), B_w=pos, B_c=pos, B_v=pos, B_QK=pos,
+           B_X=pos, sigma=st.floats(0, 1e3), kappa=pos)
+    def check(n, B, B_w, B_c, B_v, B_QK, B_X, sigma, kappa):
+        for form in ("printed", "audited"):
+            v = orb.norm_bound_single_head(n, kappa, B, B_w, B_c, B_v, B_QK, B_X, form=form,
+                                           sigma=sigma)
+            r = orb.rank_bound_single_head(n, 3, 2, 2, 2, 2, kappa, B, B_w, B_c, B_v, B_QK, B_X,
+                                           form=form, sigma=sigma)
+            for x in (v, r):
+                assert math.isfinite(x.value)
+                if form == "audited":
+                    assert x.value > 0 or (B == 0 and sigma == 0)
+
+    assert hyp is not None
+    check()

@@ -16,12 +16,14 @@ naming the one that fails:
 
 Then each statement's own setting is checked against the model, again with a reason:
 
-* the offset-complexity theorems (4.4, 4.7, 4.11) need ``offset_complexity``, the offset
-  Rademacher complexity of the class at this ``n``: refused unless the row stores
-  ``li.offset_complexity`` (the comparison sweep does not estimate it per model);
-* the cover corollaries (4.5, 4.8, 4.13; printed = audited, one function) are refused for the
-  squared loss with Gaussian noise: their statistical term has no noise term, and chapter 4's
-  two-function counterexample shows the printed statement fails there;
+* the offset-complexity theorems (4.4, 4.7, 4.11) need ``offset_complexity`` (and, audited,
+  ``noise_offset_complexity``), offset complexities of the class at this ``n``: refused unless
+  the row stores ``li.offset_complexity`` (the comparison sweep does not estimate them per
+  model);
+* the cover corollaries (4.5, 4.8, 4.13) need a log covering number of the class at a chosen
+  scale, which no row stores: refused with that reason (their printed form is also false,
+  chapter 4's one-token counterexample; the norm- and rank-based theorems below are their
+  evaluated instances);
 * the truncated-input theorems (6.4-6.6, they need ``M``) apply only to ERMs trained on inputs
   truncated at ``M`` (context ``truncated``), the heavy-tail theorems (6.9-6.11, they need
   ``beta``) only to the robust loss on heavy-tailed inputs (context ``robust``);
@@ -30,7 +32,10 @@ Then each statement's own setting is checked against the model, again with a rea
   an ``L``-layer statement (needs ``layers``) at least two layers.
 
 When all hold, every quantity a bound needs is read from the row's column ``"li.<name>"``
-(``n``, ``heads`` and ``layers`` may come from the context: ``m``, ``heads``, ``depth``). The
+(``n``, ``heads`` and ``layers`` may come from the context: ``m``, ``heads``, ``depth``; the
+noise standard deviation ``sigma`` that every *audited* form needs, from ``li.sigma`` or the
+context's ``noise_std``: the teacher-student task knows it). The printed forms do not read
+``sigma``: their statistical term has no noise term, which is why chapter 4 finds them false. The
 weight-norm bounds ``B_c, B_v, B_QK`` are different norms in the two families of statements:
 ``l_{1,1}`` norms in the norm-based theorems (B.1, B.2, 5.3, 6.4-6.6) and spectral norms in the
 rank-based ones (B.4, B.5, 5.8, 6.9-6.11, recognised by needing ``r_QK``), read from
@@ -52,7 +57,7 @@ __all__ = ["PREFIX", "li_quantities"]
 #: Prefix of the stored columns the adapter reads.
 PREFIX = "li."
 #: Sizes that may come from the context: bound quantity -> context key.
-_SIZES: dict[str, str] = {"n": "m", "heads": "heads", "layers": "depth"}
+_SIZES: dict[str, str] = {"n": "m", "heads": "heads", "layers": "depth", "sigma": "noise_std"}
 _INTS = ("n", "heads", "layers", "d", "k", "T", "r_QK", "r_v", "r_c")
 #: Weight-norm bounds read as l_{1,1} (norm-based statements) or spectral (rank-based) norms.
 _WEIGHT_NORMS = ("B_c", "B_v", "B_QK")
@@ -80,7 +85,7 @@ def li_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[st
         if col in row:
             out[q] = int(row[col]) if q in _INTS else float(row[col])
         elif q in _SIZES and _SIZES[q] in context:
-            out[q] = int(context[_SIZES[q]])
+            out[q] = int(context[_SIZES[q]]) if q in _INTS else float(context[_SIZES[q]])
         else:
             missing.append(col)
     if missing:
@@ -100,8 +105,10 @@ def _check_statement(bound: Bound, row: Mapping[str, Any], context: Mapping[str,
         return
     if "log_covering" in needs:
         raise NotApplicable(
-            "the cover corollaries have no noise term: for the squared loss with Gaussian noise "
-            "the printed statement fails (chapter 4's two-function counterexample)")
+            "needs a log covering number of the class at a chosen scale, which is not stored "
+            "per model (the norm- and rank-based theorems are its evaluated instances); the "
+            "printed corollary has no noise term and is false (chapter 4's one-token "
+            "counterexample)")
     if "beta" in needs and not context.get("robust", False):
         raise NotApplicable("about a robust loss on heavy-tailed inputs; these students were "
                             "trained on the squared loss")
