@@ -12,7 +12,8 @@ from genbounds.bounds import offset_rademacher_notation as orn
 from genbounds.bounds.registry import NotApplicable, get
 from genbounds.experiments import comparison as cmp
 
-LI_ROW = {"li.B": 1.5, "li.B_w": 2.0, "li.B_X": 4.0, "li.B_x": 3.0, "li.kappa": 1.0, "li.d": 3,
+LI_ROW = {"li.B": 1.5, "li.B_w": 2.0, "li.B_X": 4.0, "li.B_x": 3.0, "li.kappa": 1.0,
+          "li.sigma": 0.5, "li.d": 3,
           "li.k": 2, "li.r_QK": 2, "li.r_v": 2, "li.r_c": 2, "li.T": 4,
           "li.l11.B_c": 5.0, "li.l11.B_v": 6.0, "li.l11.B_QK": 7.0,
           "li.spectral.B_c": 1.1, "li.spectral.B_v": 1.2, "li.spectral.B_QK": 1.3}
@@ -48,7 +49,7 @@ def test_li_adapter_checks_the_architecture_and_reads_the_right_norms() -> None:
     v = get("offset_rademacher.thm_b_1.audited").evaluate(
         orn.li_quantities(LI_ROW, _ctx("offset_rademacher.thm_b_1.audited"))).value
     assert v == pytest.approx(orb.norm_bound_single_head(
-        100, 1.0, 1.5, 2.0, 5.0, 6.0, 7.0, 4.0, form="audited").value)
+        100, 1.0, 1.5, 2.0, 5.0, 6.0, 7.0, 4.0, form="audited", sigma=0.5).value)
     with pytest.raises(NotApplicable, match=r"li\.l11\.B_c"):
         orn.li_quantities({k: v for k, v in LI_ROW.items() if k != "li.l11.B_c"},
                           _ctx("offset_rademacher.thm_b_1.audited"))

@@ -134,3 +134,129 @@ def test_bootstrap_interval() -> None:
     assert strat == (10.0, 10.0)  # each stratum keeps its size
     with pytest.raises(ValueError, match="n_boot"):
         bootstrap_interval(lambda i: 1.0, 5, n_boot=1)
+
+
+# ------------------------------------------- Jiang's tau (ties 0) and Dziugaite's environments
+def test_jiang_tau_scores_ties_zero_and_equals_tau_b_without_ties() -> None:
+    from genbounds.stats import granulated_tau, jiang_tau, kendall_tau
+
+    # ordered pairs of (1,2,3) vs (1,3,2): +1, +1, -1 (each twice): mean 1/3
+    assert jiang_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+    assert jiang_tau([5, 5, 5], [1, 2, 3]) == 0.0  # constant measure: 0, tau_b undefined
+    assert jiang_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / 3)  # tau_a: 2 of 3 pairs
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=12), rng.normal(size=12)
+    assert jiang_tau(x, y) == pytest.approx(kendall_tau(x, y))
+    m, g, f = _grid()
+    flat = np.array([1.0, 1.0, 3.0, 4.0])  # constant in f1's first group
+    jt = granulated_tau(flat, g, f)
+    # f1: group f2=0 is constant -> 0 (Jiang), group f2=1 disagrees -> -1: psi = -1/2
+    assert jt.per_factor["f1"] == -0.5 and jt.n_constant["f1"] == 1
+    # tau_b leaves the constant group out: psi_f1 = -1 from the one remaining group
+    tb = granulated_tau(flat, g, f, tau="b")
+    assert tb.per_factor["f1"] == -1.0 and tb.n_groups["f1"] == 1
+    with pytest.raises(ValueError, match="tau"):
+        granulated_tau(m, g, f, tau="c")
+
+
+def test_hoeffding_weight_by_hand() -> None:
+    from genbounds.stats import hoeffding_weight
+
+    # (1 - 2 exp(-2 n (d/2)^2))^2 at n = 10,000, d = 0.02: exp(-2) -> (1 - 2 e^-2)^2
+    assert float(hoeffding_weight(0.02, 10_000)) == pytest.approx((1 - 2 * np.exp(-2)) ** 2)
+    assert float(hoeffding_weight(0.0, 10_000)) == 0.0  # clipped at 0
+    assert float(hoeffding_weight(1.0, 10_000)) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="n must"):
+        hoeffding_weight(0.1, 0)
+    with pytest.raises(ValueError, match="delta_gap"):
+        hoeffding_weight(np.nan, 10)
+
+
+def _env_data(n_seeds: int = 4) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    # three settings of f1 (0, 1, 2), f2 = 0, n_seeds seeds each; gap = 0.1 * f1 + tiny seed shift
+    f1 = np.repeat([0, 1, 2], n_seeds)
+    seed = np.tile(np.arange(n_seeds), 3)
+    gap = 0.1 * f1 + 0.001 * seed
+    return f1.astype(float), gap, {"f1": f1, "f2": np.zeros_like(f1), "seed": seed}, \
+        np.full(f1.size, 10_000.0)
+
+
+def test_dziugaite_sign_errors_by_hand() -> None:
+    from genbounds.stats import dziugaite_sign_errors
+
+    m, g, f, nt = _env_data()
+    res = dziugaite_sign_errors(m, g, f, nt)
+    # environments: (0,1), (0,2), (1,2); 16 seed pairs each, every gap difference ~0.1 -> weight
+    # (1 - 2 e^{-50})^2 - 1/2 ~ 1/2 for all: ESS = 16 >= 12, and the measure orders all right
+    assert len(res.environments) == 3 and res.n_kept == 3
+    assert all(e["pairs"] == 16 and e["ess"] == pytest.approx(16.0) for e in res.environments)
+    assert res.robust == 0.0 and res.average == 0.0
+    # reverse the measure in one environment only (setting f1 = 2 now scores below f1 = 1)
+    m2 = m.copy()
+    m2[f["f1"] == 2] = 0.5
+    res2 = dziugaite_sign_errors(m2, g, f, nt)
+    losses = {e["label"]: e["loss"] for e in res2.environments}
+    assert losses == {"0/f1: 0 vs 1": 0.0, "0/f1: 0 vs 2": 0.0, "0/f1: 1 vs 2": 1.0}
+    assert res2.robust == 1.0 and res2.worst == "0/f1: 1 vs 2"
+    # the pooled mean over the three environments (1/3) is below the robust maximum (1)
+    assert res2.average == pytest.approx(1 / 3)
+    # too few seeds: 3 x 3 = 9 pairs, ESS <= 9 < 12, no environment is kept
+    m3, g3, f3, nt3 = _env_data(3)
+    few = dziugaite_sign_errors(m3, g3, f3, nt3)
+    assert few.n_kept == 0 and np.isnan(few.robust)
+    assert dziugaite_sign_errors(m3, g3, f3, nt3, min_ess=9).n_kept == 3
+    # gap differences within the noise get weight 0 (n = 50: d <= 0.21 gives w < 1/2)
+    tiny = dziugaite_sign_errors(m, g, f, np.full(m.size, 50.0))
+    assert all(e["ess"] == 0.0 for e in tiny.environments) and tiny.n_kept == 0
+
+
+def test_dziugaite_bad_input() -> None:
+    from genbounds.stats import dziugaite_sign_errors
+
+    m, g, f, nt = _env_data()
+    with pytest.raises(ValueError, match="n_test"):
+        dziugaite_sign_errors(m, g, f, nt[:3])
+    with pytest.raises(ValueError, match="min_ess"):
+        dziugaite_sign_errors(m, g, f, nt, min_ess=0)
+    with pytest.raises(ValueError, match="seed_factor"):
+        dziugaite_sign_errors(m, g, {"f1": f["f1"]}, nt)
+    with pytest.raises(ValueError, match="measure"):
+        dziugaite_sign_errors(np.full(m.size, np.nan), g, f, nt)
+    with pytest.raises(ValueError, match="min_weight"):
+        dziugaite_sign_errors(m, g, f, nt, min_weight=1.0)
+
+
+# ---------------------------------------------------------------- property tests (bad input)
+hyp = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+_floats = hs.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.lists(_floats, min_size=2, max_size=8), hs.lists(_floats, min_size=2, max_size=8))
+def test_rank_statistics_finite_or_valueerror(x: list[float], y: list[float]) -> None:
+    from genbounds.stats import jiang_tau, kendall_tau
+
+    for fn in (jiang_tau, kendall_tau):
+        try:
+            v = fn(x, y)
+        except ValueError as e:
+            assert any(w in str(e) for w in ("x", "y"))
+            continue
+        assert np.isfinite(v) and -1 <= v <= 1 or (fn is kendall_tau and np.isnan(v)
+                                                   and (np.ptp(x) == 0 or np.ptp(y) == 0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.lists(hs.floats(-1, 1), min_size=12, max_size=12),
+       hs.lists(hs.floats(-1, 1), min_size=12, max_size=12))
+def test_dziugaite_losses_are_in_unit_interval(m: list[float], g: list[float]) -> None:
+    from genbounds.stats import dziugaite_sign_errors
+
+    _, _, f, nt = _env_data()
+    res = dziugaite_sign_errors(np.array(m), np.array(g), f, nt, min_ess=1)
+    for e in res.environments:
+        assert np.isnan(e["loss"]) or 0 <= e["loss"] <= 1
+    assert np.isnan(res.robust) or 0 <= res.robust <= 1

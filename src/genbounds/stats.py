@@ -8,19 +8,25 @@ and a permutation p-value, so a chapter can say "the slope is s (95% CI [a, b])"
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import stats as _st
 
 __all__ = [
     "CoupledPairs",
+    "EnvironmentSignErrors",
     "GranulatedTau",
     "TrendResult",
     "bootstrap_interval",
     "coupled_pairs",
+    "dziugaite_sign_errors",
     "granulated_tau",
+    "hoeffding_weight",
+    "jiang_tau",
     "kendall_tau",
     "linear_trend",
     "mc_noise_threshold",
@@ -174,6 +180,23 @@ def _groups(keys: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
         return [np.array(v) for v in labels.values()]
 
 
+def jiang_tau(x: object, y: object) -> float:
+    r"""Jiang et al.'s (2020, eq. (3)) Kendall coefficient: the mean over ordered pairs
+    :math:`i \ne j` of :math:`\operatorname{sgn}(x_i - x_j)\operatorname{sgn}(y_i - y_j)`.
+
+    A tied pair counts 0 (Kendall's :math:`\tau_a`), so a constant ``x`` scores exactly 0 (where
+    :func:`kendall_tau`, :math:`\tau_b`, is undefined). Without ties it equals :func:`kendall_tau`.
+    """
+    xv, yv = _vec(x, "x"), _vec(y, "y")
+    if xv.shape != yv.shape:
+        raise ValueError(f"x and y must have equal length, got {xv.size} and {yv.size}")
+    if xv.size < 2:
+        raise ValueError(f"x must have at least 2 points, got {xv.size}")
+    iu = np.triu_indices(xv.size, k=1)
+    s = np.sign(xv[:, None] - xv[None, :])[iu] * np.sign(yv[:, None] - yv[None, :])[iu]
+    return float(np.mean(s))
+
+
 @dataclass(frozen=True)
 class GranulatedTau:
     """Jiang et al.'s (2020, Sec. 2.2) granulated Kendall coefficient.
@@ -181,15 +204,18 @@ class GranulatedTau:
     ``per_factor[i]`` is :math:`\\psi_i`, the mean over every setting of the *other* factors of
     Kendall's tau across the models that differ only in factor ``i``; ``overall`` is
     :math:`\\Psi`, the mean of the :math:`\\psi_i` over the factors that vary somewhere;
-    ``n_groups[i]`` how many settings entered :math:`\\psi_i`.
+    ``n_groups[i]`` how many settings entered :math:`\\psi_i`, ``n_constant[i]`` how many of them
+    had a constant measure (scored 0 with ``tau="jiang"``, left out with ``tau="b"``).
     """
 
     per_factor: dict[str, float]
     overall: float
     n_groups: dict[str, int] = field(default_factory=dict)
+    n_constant: dict[str, int] = field(default_factory=dict)
 
 
-def granulated_tau(measure: object, gap: object, factors: Mapping[str, object]) -> GranulatedTau:
+def granulated_tau(measure: object, gap: object, factors: Mapping[str, object],
+                   tau: str = "jiang") -> GranulatedTau:
     r"""The granulated Kendall coefficient of Jiang et al. (2020, eq. (4)-(5)).
 
     .. math:: \psi_i = \frac{1}{m_i} \sum_{\theta_{-i}} \tau\big(\{(\mu(\theta), g(\theta)) :
@@ -197,21 +223,32 @@ def granulated_tau(measure: object, gap: object, factors: Mapping[str, object]) 
 
     where the sum runs over the :math:`m_i` settings :math:`\theta_{-i}` of the other factors at
     which factor ``i`` takes at least two values (our sweeps are not full grids, so settings
-    where factor ``i`` does not vary are skipped, as are settings whose tau is undefined).
-    ``factors`` maps each factor name to its value per model (ties: several models with the
-    same setting, e.g. seeds, all enter the tau of their group).
+    where factor ``i`` does not vary are skipped). ``tau="jiang"`` (default) is their eq. (3),
+    :func:`jiang_tau`: a group where the measure (or the gap) is constant scores 0, as in their
+    paper; ``tau="b"`` uses :func:`kendall_tau` and leaves such groups out. ``factors`` maps each
+    factor name to its value per model (several models with the same setting, e.g. seeds, all
+    enter the tau of their group).
     """
     m, g = _vec(measure, "measure"), _vec(gap, "gap")
     if m.shape != g.shape:
         raise ValueError(f"measure and gap must have equal length, got {m.size} and {g.size}")
+    if tau not in ("jiang", "b"):
+        raise ValueError(f"tau must be 'jiang' or 'b', got {tau!r}")
     fac = _factor_arrays(factors, m.size)
     per: dict[str, float] = {}
     count: dict[str, int] = {}
+    const: dict[str, int] = {}
     for name, values in fac.items():
         others = [v for k, v in fac.items() if k != name]
         taus = []
+        n_const = 0
         for idx in (_groups(others, m.size) if others else [np.arange(m.size)]):
             if np.unique(values[idx]).size < 2:
+                continue
+            flat = bool(np.ptp(m[idx]) == 0)
+            n_const += flat
+            if tau == "jiang":
+                taus.append(jiang_tau(m[idx], g[idx]))
                 continue
             t = kendall_tau(m[idx], g[idx])
             if np.isfinite(t):
@@ -219,8 +256,9 @@ def granulated_tau(measure: object, gap: object, factors: Mapping[str, object]) 
         if taus:
             per[name] = float(np.mean(taus))
             count[name] = len(taus)
+            const[name] = n_const
     overall = float(np.mean(list(per.values()))) if per else float("nan")
-    return GranulatedTau(per, overall, count)
+    return GranulatedTau(per, overall, count, const)
 
 
 # ------------------------------------------------------------------ coupled pairs, sign error
@@ -327,13 +365,18 @@ def coupled_pairs(
 
 def robust_sign_error(pairs: CoupledPairs, min_pairs: int = 1
                       ) -> tuple[float, float, dict[str, float]]:
-    """``(average, worst, per_environment)`` sign error over the kept pairs.
+    """``(average, worst, per_environment)`` sign error over the kept pairs, **pooled** by factor.
 
     ``average`` is the mean over every kept pair; ``per_environment`` the mean within each
-    environment that has at least ``min_pairs`` kept pairs; ``worst`` the largest of those, the
-    *robust* sign error of Dziugaite et al. (2020): a measure that ranks well on average can
-    still fail completely in one environment. (With ``min_pairs = 1`` an environment of one
-    pair has error 0 or 1; a larger ``min_pairs`` keeps the worst case from being a coin flip.)
+    pooled environment (``group/factor``: every coupled same-seed pair of one task that differs
+    in that factor, whatever the two values) that has at least ``min_pairs`` kept pairs;
+    ``worst`` the largest of those. This is *not* Dziugaite et al.'s (2020) robust sign error:
+    theirs (:func:`dziugaite_sign_errors`) takes the maximum over the finer environments (one
+    pair of settings each), and a pooled mean is an average of the finer means, so it can only
+    be smaller than their maximum when the same pairs and weights enter: a measure that ranks
+    well on average can still fail completely in one environment. (With ``min_pairs = 1`` an
+    environment of one pair has error 0 or 1; a larger ``min_pairs`` keeps the worst case from
+    being a coin flip.)
     ``nan`` when no pair (no environment) qualifies.
     """
     if not isinstance(pairs, CoupledPairs):
@@ -349,6 +392,127 @@ def robust_sign_error(pairs: CoupledPairs, min_pairs: int = 1
         if int(np.sum(sel)) >= min_pairs:
             per[str(e)] = float(np.mean(pairs.error[sel]))
     return float(np.mean(pairs.error[k])), (max(per.values()) if per else float("nan")), per
+
+
+# ------------------------------------------------------- Dziugaite et al.'s environments
+def hoeffding_weight(delta_gap: object, n: object) -> np.ndarray:
+    r"""Dziugaite et al.'s (2020) Monte-Carlo weight of a pair of measured gaps.
+
+    :math:`w = \max\big(0, 1 - 2\exp(-2n(|\Delta g|/2)^2)\big)^2`: a Hoeffding bound on the
+    probability that two gaps estimated on ``n`` held-out samples each, ``|delta_gap|`` apart,
+    are really ordered as measured (their released ``hoeffding_weight``; ``n`` the test size).
+    """
+    dg = np.abs(np.asarray(delta_gap, dtype=np.float64))
+    nn = np.asarray(n, dtype=np.float64)
+    if not np.all(np.isfinite(dg)):
+        raise ValueError("delta_gap must be finite")
+    if not np.all(np.isfinite(nn)) or np.any(nn < 1):
+        raise ValueError("n must be finite and >= 1")
+    phi = 2 * np.exp(-2 * nn * (dg / 2) ** 2)
+    return np.asarray(np.maximum(0.0, 1.0 - phi) ** 2)
+
+
+@dataclass(frozen=True)
+class EnvironmentSignErrors:
+    """Sign errors per environment, Dziugaite et al.'s (2020) way (see
+    :func:`dziugaite_sign_errors`).
+
+    ``environments`` is one dict per environment (a pair of settings ``a``, ``b`` that differ in
+    one factor ``factor``, within one ``group``), with its weighted sign error ``loss``, its
+    effective sample size ``ess`` and ``kept`` (``ess >= min_ess``); ``robust`` is the largest
+    ``loss`` over the kept environments (``nan`` if none), ``per_factor`` the largest per factor,
+    ``average`` the mean ``loss`` over the kept environments.
+    """
+
+    environments: list[dict[str, Any]]
+    robust: float
+    worst: str
+    per_factor: dict[str, float]
+    average: float
+    n_kept: int
+    min_ess: float
+
+
+def dziugaite_sign_errors(
+    measure: object,
+    gap: object,
+    factors: Mapping[str, object],
+    n_test: object,
+    *,
+    seed_factor: str = "seed",
+    group: object | None = None,
+    min_ess: float = 12.0,
+    min_weight: float = 0.5,
+) -> EnvironmentSignErrors:
+    r"""Dziugaite et al.'s (2020) robust sign error over environments.
+
+    A *setting* is a value of every factor except ``seed_factor``. An *environment* is an
+    (unordered) pair of settings that differ in exactly one factor (within one ``group``,
+    e.g. one task); its runs are every pair (model of ``a``, model of ``b``), seeds crossed. Each
+    pair gets the weight ``(w - min_weight)_+`` with ``w`` the :func:`hoeffding_weight` of its
+    gap difference at ``n = min(n_test_a, n_test_b)``; the environment's loss is the weighted
+    mean sign error (:func:`coupled_pairs`'s 0 / 1/2 / 1), its effective sample size
+    ``(sum w)^2 / sum w^2``. Environments with effective sample size below ``min_ess`` are not
+    kept; the robust sign error is the largest loss over the kept ones. This is their released
+    ``create_environments`` / ``get_all_losses`` (filter on, minimum ESS 12), with the maximum
+    taken over environments as in their paper's robust risk.
+    """
+    m, g = _vec(measure, "measure"), _vec(gap, "gap")
+    if m.shape != g.shape:
+        raise ValueError(f"measure and gap must have equal length, got {m.size} and {g.size}")
+    n = m.size
+    fac = _factor_arrays(factors, n)
+    nt = _vec(n_test, "n_test")
+    if nt.shape != (n,) or np.any(nt < 1):
+        raise ValueError(f"n_test must have shape ({n},) with entries >= 1")
+    if not (math.isfinite(float(min_ess)) and min_ess > 0):
+        raise ValueError(f"min_ess must be finite and > 0, got {min_ess!r}")
+    if not 0 <= min_weight < 1:
+        raise ValueError(f"min_weight must be in [0, 1), got {min_weight!r}")
+    if seed_factor not in fac:
+        raise ValueError(f"seed_factor {seed_factor!r} is not among the factors {list(fac)}")
+    grp = np.zeros(n, dtype=object) if group is None else np.asarray(group, dtype=object)
+    if grp.shape != (n,):
+        raise ValueError(f"group must have shape ({n},), got {grp.shape}")
+    names = [k for k in fac if k != seed_factor]
+    keys = [tuple([grp[i]] + [fac[k][i].item() if hasattr(fac[k][i], "item") else fac[k][i]
+                              for k in names]) for i in range(n)]
+    members: dict[tuple[Any, ...], list[int]] = {}
+    for i, k in enumerate(keys):
+        members.setdefault(k, []).append(i)
+    settings_ = list(members)
+    envs: list[dict[str, Any]] = []
+    for ia, sa in enumerate(settings_):
+        for sb in settings_[ia + 1:]:
+            if sa[0] != sb[0]:
+                continue
+            diff = [j for j in range(len(names)) if sa[j + 1] != sb[j + 1]]
+            if len(diff) != 1:
+                continue
+            A, B = np.array(members[sa]), np.array(members[sb])
+            dg = g[A][:, None] - g[B][None, :]
+            w = hoeffding_weight(dg, np.minimum(nt[A][:, None], nt[B][None, :]))
+            w = np.where(w > min_weight, w - min_weight, 0.0)
+            err = 0.5 * (1.0 - np.sign(m[A][:, None] - m[B][None, :]) * np.sign(dg))
+            sw, sw2 = float(w.sum()), float((w**2).sum())
+            ess = sw**2 / sw2 if sw2 > 0 else 0.0
+            loss = float((w * err).sum() / sw) if sw > 0 else float("nan")
+            kept = bool(ess >= min_ess or math.isclose(ess, min_ess))
+            label = f"{sa[0]}/{names[diff[0]]}: {sa[diff[0] + 1]} vs {sb[diff[0] + 1]}"
+            envs.append({"group": sa[0], "factor": names[diff[0]], "a": sa[1:], "b": sb[1:],
+                         "label": label, "pairs": int(w.size), "loss": loss, "ess": ess,
+                         "kept": kept})
+    kept_envs = [e for e in envs if e["kept"]]
+    if not kept_envs:
+        return EnvironmentSignErrors(envs, float("nan"), "", {}, float("nan"), 0, float(min_ess))
+    worst = max(kept_envs, key=lambda e: e["loss"])
+    per: dict[str, float] = {}
+    for e in kept_envs:
+        key = f"{e['group']}/{e['factor']}" if group is not None else str(e["factor"])
+        per[key] = max(per.get(key, 0.0), e["loss"])
+    return EnvironmentSignErrors(envs, float(worst["loss"]), str(worst["label"]), per,
+                                 float(np.mean([e["loss"] for e in kept_envs])),
+                                 len(kept_envs), float(min_ess))
 
 
 # ------------------------------------------------------------------------------- bootstrap

@@ -50,7 +50,10 @@ table :func:`genbounds.norms.norm_table` of its view with initial weights (and, 
 models, the Trauger--Tewari norms of the weights read in their notation under ``tt.``: see
 :func:`edelman_tt_norms`), the token bounds ``B_x_l1``, ``B_x_l2`` (sup over the input space),
 the two sigma searches of :func:`genbounds.bounds.measures.pacbayes_sigma`
-(``pacbayes.sigma``, ``pacbayes.mag_sigma``) with ``pacbayes.mag_logsum``, its ``family`` (code
+(``pacbayes.sigma``, ``pacbayes.mag_sigma``, Jiang et al.'s noise convention) with
+``pacbayes.mag_logsum``, Jiang et al.'s training margin ``margin.q10``
+(:func:`~genbounds.bounds.measures.training_margin`) and, for Edelman models, the
+``path_norm`` (:func:`~genbounds.bounds.measures.path_norm`), its ``family`` (code
 in :data:`FAMILIES`), and the inputs of the other papers' bounds: for Edelman models Dhingra's
 attention quantities (:func:`genbounds.bounds.effective_rank_notation.dhingra_columns`,
 ``dhingra.*``: largest effective rank of the attention matrices on the training inputs,
@@ -78,7 +81,12 @@ import numpy as np
 import torch
 
 from genbounds.bounds.effective_rank_notation import dhingra_columns
-from genbounds.bounds.measures import pacbayes_mag_logsum, pacbayes_sigma
+from genbounds.bounds.measures import (
+    pacbayes_mag_logsum,
+    pacbayes_sigma,
+    path_norm,
+    training_margin,
+)
 from genbounds.bounds.registry import (
     Bound,
     BoundValue,
@@ -102,7 +110,8 @@ __all__ = [
     "ComparisonConfig", "Setting",
     "edelman_tt_norms",
     "RankStats", "evaluate_bounds", "exponent", "import_bound_modules", "model_rows",
-    "noise_matrix", "one_factor", "rank_stats", "run_setting", "setting_ids", "settings",
+    "noise_matrix", "one_factor", "proof_status", "rank_stats", "run_setting", "setting_ids",
+    "settings",
 ]
 
 #: The tasks, by code (stored as an integer per model). ``mnist01_shallow`` is the MNIST 0/1
@@ -135,7 +144,7 @@ MNIST_PATCHES: int = 16
 class Setting:
     """One setting of the sweep: a task, every factor, and how many seeds (the unit)."""
 
-    PROTOCOL_VERSION: ClassVar[int] = 3
+    PROTOCOL_VERSION: ClassVar[int] = 4
 
     task: str
     n: int
@@ -189,7 +198,7 @@ class ComparisonConfig:
     ``joint`` variations (several factors changed at once, listed explicitly).
     """
 
-    PROTOCOL_VERSION: ClassVar[int] = 3
+    PROTOCOL_VERSION: ClassVar[int] = 4
 
     bases: tuple[Setting, ...]
     variations: tuple[tuple[str, str, tuple[float, ...]], ...]
@@ -443,6 +452,10 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
         with torch.no_grad():
             return ((m(Xd) > 0) == (yd == 1)).double().mean(1).cpu().numpy()
 
+    with torch.no_grad():  # Jiang et al.'s margin: 10th-percentile training margin (signed)
+        out["margin.q10"] = training_margin(model(Xd), yd)
+    if family == "EdelmanTransformer":
+        out["path_norm"] = path_norm(view)
     common = dict(search_depth=setting.search_depth, montecarlo_samples=setting.montecarlo_samples)
     sig = pacbayes_sigma(model, accuracy, seed=seeds[0][2], **common)  # type: ignore[arg-type]
     msig = pacbayes_sigma(model, accuracy, magnitude_eps=1e-3, seed=seeds[0][2] + 1,
@@ -487,12 +500,13 @@ def run_teacher_student(setting: Setting) -> dict[str, np.ndarray]:
 
     Stored besides chapter 4's columns (``excess = mean (f - f*)^2`` on ``n_test`` fresh inputs
     with ``excess_se``; ``erm_gap``; ``norm.*``; ``B_X``, ``B_target``...): the factors, the
-    sizes the bound adapters read, ``excess_mse = test MSE - noise_std^2`` (the brief's
-    definition of the excess risk: test MSE minus the noise variance) with ``excess_mse_se``, and
+    sizes the bound adapters read, ``excess_mse = test MSE - noise_std^2`` (the excess risk
+    as test MSE minus the noise variance) with ``excess_mse_se``, and
     the ``li.*`` columns of :func:`genbounds.bounds.offset_rademacher_notation.li_quantities`
     with chapter 4's choices: ``kappa = 1``, ``B`` = the largest ``|f*|`` on the training
     sample, ``B_X`` = the largest ``||X||_{2->2}`` on it (Gaussian inputs are unbounded: these
-    are per-run sample versions of Assumptions 4.1-4.2), the student's own readout norm and
+    are per-run sample versions of Assumptions 4.1-4.2), the noise standard deviation
+    ``li.sigma`` (known here; the audited statements read it), the student's own readout norm and
     largest ``l_{1,1}`` / spectral norms of ``W_c, W_v, W_QK`` over heads, and its ranks."""
     from genbounds.experiments.offset_rademacher import run_unit as li_run_unit
 
@@ -514,7 +528,8 @@ def run_teacher_student(setting: Setting) -> dict[str, np.ndarray]:
         "tokens": full(setting.T), "token_dim": full(setting.d),
         "li.d": full(setting.d), "li.k": full(setting.width), "li.r_QK": full(setting.width),
         "li.r_v": full(setting.width), "li.r_c": full(setting.width), "li.T": full(setting.T),
-        "li.kappa": full(LI_KAPPA), "li.B": out["B_target"], "li.B_w": out["norm.B_w"],
+        "li.kappa": full(LI_KAPPA), "li.sigma": full(u.noise_std),
+        "li.B": out["B_target"], "li.B_w": out["norm.B_w"],
         "li.B_X": out["B_X"], "li.B_x": out["B_x_cls"],
     })
     for mine, name in (("Wc", "B_c"), ("Wv", "B_v"), ("WQK", "B_QK")):
@@ -575,6 +590,27 @@ class BoundTable:
     kinds: dict[str, str]
     reasons: dict[str, str]
     partial: dict[str, str] = dataclasses.field(default_factory=dict)
+    proved: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+
+def proof_status(bound: Bound) -> str:
+    """Which group of the comparison a registered bound belongs to, in words.
+
+    ``"measure"`` for a generalization measure (kind ``MEASURE``: it ranks, it bounds nothing);
+    ``"proved"`` for a statement whose audit verdict is *holds* (its values are proved bounds
+    where they are also valid at their inputs); otherwise ``"unproved (<verdict>)"`` with the
+    verdict in the audit's words, or ``"unproved (no verdict yet)"`` while the chapter that
+    audits it has not set one.
+    """
+    from genbounds.bounds.registry import BoundKind, Verdict
+
+    if not isinstance(bound, Bound):
+        raise ValueError(f"bound must be a Bound, got {type(bound).__name__}")
+    if bound.kind is BoundKind.MEASURE:
+        return "measure"
+    if bound.verdict is Verdict.HOLDS:
+        return "proved"
+    return f"unproved ({bound.verdict.value if bound.verdict else 'no verdict yet'})"
 
 
 def evaluate_bounds(
@@ -587,7 +623,9 @@ def evaluate_bounds(
     the :attr:`BoundValue.valid` flag of each value, ``kinds`` the bound's kind; ``reasons``
     maps every bound that applies to **no** model to why (computed from the registry now: its
     family set, its paper's quantities adapter or the adapter's :class:`NotApplicable`), and
-    ``partial`` every bound that applies to some models only to why not to the others.
+    ``partial`` every bound that applies to some models only to why not to the others;
+    ``proved[key]`` is True where the value is a proved bound (valid at its inputs and the
+    statement's audit verdict is *holds*: :attr:`BoundValue.proved`).
     Multi-head statements given per head (``{"per_head": [...]}``) are summed over heads with
     :func:`genbounds.bounds.trauger_tewari.rademacher_multi_head`.
     """
@@ -599,6 +637,7 @@ def evaluate_bounds(
     valid: dict[str, np.ndarray] = {}
     reasons: dict[str, str] = {}
     partial: dict[str, str] = {}
+    proved: dict[str, np.ndarray] = {}
     for b in bs:
         vals = np.full(len(rows), np.nan)
         ok = np.zeros(len(rows), dtype=bool)
@@ -626,11 +665,12 @@ def evaluate_bounds(
             ok[i] = bv.valid
         values[b.key] = vals
         valid[b.key] = ok
+        proved[b.key] = ok & (proof_status(b) == "proved")
         if np.all(np.isnan(vals)):
             reasons[b.key] = "; ".join(sorted(why)) or "no model"
         elif np.any(np.isnan(vals)):
             partial[b.key] = "; ".join(sorted(why))
-    return BoundTable(values, valid, {b.key: b.kind.name for b in bs}, reasons, partial)
+    return BoundTable(values, valid, {b.key: b.kind.name for b in bs}, reasons, partial, proved)
 
 
 def _run_unit(unit: Setting, progress: bool) -> dict[str, np.ndarray]:
@@ -682,7 +722,17 @@ def one_factor(rows: Sequence[Mapping[str, float]], base: Setting, factor: str) 
 
 @dataclass(frozen=True)
 class RankStats:
-    """How well one bound or measure ranks the models by their measured gap."""
+    """How well one bound or measure ranks the models by their measured gap.
+
+    ``tau`` (Kendall's tau_b) and ``Psi`` (Jiang et al.'s granulated tau, ``psi`` per factor,
+    ``n_constant`` the groups per factor where the measure is constant, scored 0) with bootstrap
+    intervals; ``sign_error`` the mean sign error over coupled same-seed pairs outside the
+    Monte-Carlo noise, ``pooled_worst`` its largest mean over the pooled environments
+    ``task/factor`` (``per_environment``); ``robust`` Dziugaite et al.'s robust sign error (the
+    largest over environments = pairs of settings, Hoeffding-weighted, effective sample size at
+    least 12; :func:`genbounds.stats.dziugaite_sign_errors`), ``robust_env`` where, and
+    ``robust_n_envs`` how many environments qualified (``nan`` / 0 for a non-gap target).
+    """
 
     n_models: int
     tau: float
@@ -691,10 +741,15 @@ class RankStats:
     Psi: float
     Psi_ci: tuple[float, float]
     sign_error: float
-    robust_sign_error: float
-    worst_environment: str
+    pooled_worst: float
+    pooled_worst_env: str
     per_environment: dict[str, float]
     n_pairs: int
+    robust: float = float("nan")
+    robust_env: str = ""
+    robust_n_envs: int = 0
+    robust_per_factor: dict[str, float] = dataclasses.field(default_factory=dict)
+    n_constant: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def noise_matrix(rows: Sequence[Mapping[str, float]], z: float = 1.96,
@@ -724,17 +779,21 @@ def rank_stats(
     noise: np.ndarray | None = None,
     min_pairs: int = 4,
     target: str = "gap",
+    min_ess: float = 12.0,
 ) -> RankStats:
     """Kendall's tau with the gap, granulated tau (with per-factor psi), bootstrap intervals
-    (models resampled within each setting), and the coupled-pair sign errors (pairs within one
+    (models resampled within each setting), the coupled-pair sign errors (pairs within one
     task differing in one factor, pairs within Monte-Carlo noise left out), average and worst
-    over the environments ``task/factor`` with at least ``min_pairs`` kept pairs. Models where
+    over the pooled environments ``task/factor`` with at least ``min_pairs`` kept pairs, and
+    (gap only) Dziugaite et al.'s robust sign error with minimum effective sample size
+    ``min_ess``. Models where
     ``measure`` is ``nan`` are left out. ``target`` is the measured quantity the measure is
     compared with: the 0-1 ``gap`` (classification), or the ``excess`` risk (``excess_mse``)
     of the teacher-student regression task, never across kinds."""
     from genbounds.stats import (
         bootstrap_interval,
         coupled_pairs,
+        dziugaite_sign_errors,
         granulated_tau,
         kendall_tau,
         robust_sign_error,
@@ -767,8 +826,13 @@ def rank_stats(
     pairs = coupled_pairs(mv, g, {f: fac[f] for f in FACTORS}, group=tasks, noise=nz)
     avg, worst, per = robust_sign_error(pairs, min_pairs=min_pairs)
     worst_env = max(per, key=lambda e: per[e]) if per else ""
+    rob, rob_env, rob_n, rob_per = float("nan"), "", 0, {}
+    if target == "gap":
+        dz = dziugaite_sign_errors(mv, g, {f: fac[f] for f in FACTORS}, _col(R, "n_test"),
+                                   group=tasks, min_ess=min_ess)
+        rob, rob_env, rob_n, rob_per = dz.robust, dz.worst, dz.n_kept, dz.per_factor
     return RankStats(len(R), tau, tci, gt.per_factor, gt.overall, pci, avg, worst, worst_env,
-                     per, pairs.n_kept)
+                     per, pairs.n_kept, rob, rob_env, rob_n, rob_per, gt.n_constant)
 
 
 def exponent(rows: Sequence[Mapping[str, float]], values: np.ndarray, base: Setting,
