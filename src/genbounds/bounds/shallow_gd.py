@@ -19,15 +19,26 @@ ReLU, mean pooling, scalar readout ``w_O``). Notation follows the paper:
 Printed and audited forms (see the chapter ``notebooks/03_shallow_gd.md`` for the audit):
 
 * **Lemma 1 printed** carries a spurious ``1/N`` (its own proof ends without it); **Lemma 2
-  printed** is the proof's ``c sqrt(P/N) (1 + log(A sqrt(N/P)))``.
-* **Audited P**: the covering number of a class whose outputs scale with ``||w_O|| <= eta_O`` must
-  scale with ``eta_O^2``, and re-deriving the split of ``eps`` between the value and the
-  query-key covers puts ``B_X^2`` in the query-key term (the score ``x_i^T W x_j`` is quadratic in
-  the input), so ``P_aud = c_cov eta_O^2 B_X^2 (B_V^{2/3} + (2 B_QK s_V
-  B_X^2)^{2/3})^3 log(N d_s)`` with ``B_V = sqrt(d) eta_V >= ||W_V||_{2,1}``, ``B_QK = sqrt(d)
-  eta_K eta_Q / sqrt(d_m) >= ||W_K^T W_Q / sqrt(d_m)||_{2,1}`` and ``s_V = xi_V >= ||W_V||_2``.
-  Dudley's stationary point ``delta* = sqrt(P/N)`` is the minimiser only if ``delta* <= A``;
-  otherwise the bound is the cap ``c A``.
+  printed** is the proof's ``c sqrt(P/N) (1 + log(A sqrt(N/P)))``. Both are *false*: the
+  expression is negative whenever ``sqrt(P/N) > e A``, which holds with high probability at
+  every LeCun initialisation with ``d_m >= N^3`` (Theorem 5's own regime;
+  :func:`lecun_ratio_lower_bound`), and no Rademacher complexity is negative. The registered
+  printed bounds raise ``ValueError`` there; :func:`printed_rademacher_expression` returns the
+  (negative) number.
+* **Audited P** (derived step by step in the chapter): the covering number of the class is
+  built from three sequential covers (the query-key map on the ``N d_s`` query tokens, the value
+  map on the ``N d_s`` pooled tokens, the readout on the ``N`` pooled features) with Edelman et
+  al.'s lemma (unstated constant ``c_cov``); the output errors they cause are weighted by
+  ``beta_QK = 2 eta_O xi_V B_X^2`` (softmax ``l_inf -> l_1`` Lipschitz constant 2, one ``B_X``
+  from the score, one from ``X^T (p - p_hat)``), ``beta_V = eta_O`` and ``beta_O = 1``, and the
+  split of ``eps`` that minimises the total gives ``P_aud = c_cov eta_O^2 B_X^2 (xi_V^{2/3} +
+  (2 B_V)^{2/3} + (2 B_QK xi_V B_X^2)^{2/3})^3 log(max(d, d_m) N d_s)`` with ``B_V = sqrt(d_m)
+  eta_V >= ||W_V^T||_{2,1}`` (a sum over the ``d_m`` output rows of ``W_V``, as in chapter 02),
+  ``B_QK = sqrt(d) eta_K eta_Q / sqrt(d_m) >= ||(W_K^T W_Q / sqrt(d_m))^T||_{2,1}``, and the
+  factor 2 on ``B_V`` from making the value cover proper (its centres inside the class, so that
+  the readout's points keep ``||.|| <= xi_V B_X``). Dudley's stationary point
+  ``eps_0* = sqrt(P/N)`` is the minimiser only if ``eps_0* <= A``; otherwise the bound is the
+  cap ``c A``.
 * **Lemma 4 printed**: ``min(alpha^2/(8 rho M_hat sqrt N), alpha^3 eta_O/(32 rho^4 z_hat sqrt N))``.
   Audited: ``ell_yy + min(alpha^2/(8 rho M sqrt N), alpha^3 eta_O/(32 rho^2 z sqrt N))``: the
   proof gives ``rho^2`` (not ``rho^4``); replacing ``M, z`` by the larger ``M_hat, z_hat`` in a
@@ -46,9 +57,11 @@ measured hypothesis (``d_m >= c_dm N^3``, the two conditions on ``alpha``) fails
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -58,6 +71,7 @@ from genbounds.bounds.registry import (
     Bound,
     BoundKind,
     BoundValue,
+    Verdict,
     register,
 )
 from genbounds.models.view import ModelView
@@ -67,6 +81,7 @@ from genbounds.validation import check_int, check_nonnegative, check_positive, c
 __all__ = [
     "PAPER",
     "QUANTITY_NAMES",
+    "AUDIT_LABELS",
     "A_bound",
     "P_audited",
     "P_printed",
@@ -74,8 +89,10 @@ __all__ = [
     "cross_entropy_self_loss",
     "dudley_inverse_square_closed_form",
     "etas",
+    "etas_of",
     "gram_inner_products",
     "largest_tail_exponent",
+    "lecun_ratio_lower_bound",
     "lemma1_audited",
     "lemma1_printed",
     "lemma2_printed",
@@ -84,13 +101,34 @@ __all__ = [
     "lemma4_printed",
     "m_quantity",
     "pre_features",
+    "printed_rademacher_expression",
     "radius_grid",
     "rho_wu",
     "shallow_gd_quantities",
     "theorem5_audited",
     "theorem5_printed",
+    "theorem5_printed_terms",
     "z_quantity",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _no_overflow(fn: _F) -> _F:
+    """Turn an ``OverflowError`` of float arithmetic (``x ** k`` with a huge ``x``) into a
+    ``ValueError`` that names the function's arguments."""
+    names = ", ".join(inspect.signature(fn).parameters)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OverflowError as exc:
+            raise ValueError(f"{fn.__name__}: the arithmetic overflows; some of ({names}) are "
+                             "too large") from exc
+
+    return wrapper  # type: ignore[return-value]
+
 
 #: BibTeX key of the paper.
 PAPER = "mwigo2026shallow"
@@ -109,6 +147,7 @@ QUANTITY_NAMES = (
 # ------------------------------------------------------------------------------------------
 
 
+@_no_overflow
 def etas(W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float, w_O0_l2: float,
          W_Q0_spectral: float, W_K0_spectral: float, W_V0_spectral: float,
          R_Q: float, R_K: float, R_V: float, R_O: float) -> dict[str, float]:
@@ -127,6 +166,16 @@ def etas(W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float, w_O0_l2: float,
     }
 
 
+def etas_of(quantities: Mapping[str, Any]) -> dict[str, float]:
+    """:func:`etas` from a mapping that holds the initial norms and the radii (a row of
+    :func:`model_quantities`, or any dict with those names)."""
+    missing = [n for n in _INIT if n not in quantities]
+    if missing:
+        raise ValueError(f"quantities is missing {missing}")
+    return etas(**{n: quantities[n] for n in _INIT})
+
+
+@_no_overflow
 def rho_wu(N: int, d_s: int, R_X: float) -> float:
     """``rho = N^{1/2} d_s^{3/2} R_X`` (Lemma 4, from Wu et al. 2024)."""
     N = check_int(N, "N")
@@ -134,6 +183,7 @@ def rho_wu(N: int, d_s: int, R_X: float) -> float:
     return math.sqrt(N) * d_s ** 1.5 * check_positive(R_X, "R_X")
 
 
+@_no_overflow
 def m_quantity(v: float, o: float, k: float, q: float, R_O: float, R_V: float, R_Q: float,
                R_K: float, R_X: float, d_s: int, d_m: int) -> float:
     """``max(v/R_O, o/R_V, c k v o/R_Q, c q v o/R_K)``, ``c = (2/sqrt d_m) R_X^2 d_s``.
@@ -141,64 +191,131 @@ def m_quantity(v: float, o: float, k: float, q: float, R_O: float, R_V: float, R
     ``M`` of Lemma 4 is ``m_quantity(xi_V, eta_O, xi_K, xi_Q, ...)`` and ``M_hat`` is
     ``m_quantity(eta_V, eta_O, eta_K, eta_Q, ...)``. Radii must be > 0 (they divide).
     """
-    for name, r in (("R_O", R_O), ("R_V", R_V), ("R_Q", R_Q), ("R_K", R_K)):
-        check_positive(r, name)
-    c = 2.0 / math.sqrt(check_int(d_m, "d_m")) * R_X ** 2 * check_int(d_s, "d_s")
-    return max(v / R_O, o / R_V, c * k * v * o / R_Q, c * q * v * o / R_K)
+    x = _nonneg(v=v, o=o, k=k, q=q, R_X=R_X)
+    r = {name: check_positive(val, name) for name, val in
+         (("R_O", R_O), ("R_V", R_V), ("R_Q", R_Q), ("R_K", R_K))}
+    c = 2.0 / math.sqrt(check_int(d_m, "d_m")) * x["R_X"] ** 2 * check_int(d_s, "d_s")
+    vo = x["v"] * x["o"]
+    return _finite(max(x["v"] / r["R_O"], x["o"] / r["R_V"], c * x["k"] * vo / r["R_Q"],
+                       c * x["q"] * vo / r["R_K"]), "M (radii too small or norms too large)")
 
 
+@_no_overflow
 def z_quantity(o: float, v: float, q: float, k: float, R_X: float, d_s: int, d_m: int) -> float:
     """``o^2 (1 + (4/d_m) R_X^4 d_s^2 v^2 (q^2 + k^2))``: ``z`` with ``(eta_O, xi_V, xi_Q, xi_K)``,
     ``z_hat`` with ``(eta_O, eta_V, eta_Q, eta_K)``."""
     d_m = check_int(d_m, "d_m")
     d_s = check_int(d_s, "d_s")
-    return o ** 2 * (1.0 + 4.0 / d_m * R_X ** 4 * d_s ** 2 * v ** 2 * (q ** 2 + k ** 2))
+    x = _nonneg(o=o, v=v, q=q, k=k, R_X=R_X)
+    return _finite(x["o"] ** 2 * (1.0 + 4.0 / d_m * x["R_X"] ** 4 * d_s ** 2 * x["v"] ** 2
+                                  * (x["q"] ** 2 + x["k"] ** 2)), "z (norms too large)")
 
 
+def _nonneg(**kw: float) -> dict[str, float]:
+    return {k: check_nonnegative(v, k) for k, v in kw.items()}
+
+
+@_no_overflow
 def P_printed(N: int, d_s: int, d_m: int, R_X: float, eta_V: float, eta_K: float,
               eta_Q: float) -> float:
     """The paper's ``P = (sqrt(d_s) R_X)^2 ((sqrt(d_m) eta_V)^{2/3} + (sqrt(d_m) eta_K eta_Q
     eta_V)^{2/3})^3 log(N d_s)`` (Lemma 1, Appendix A)."""
     N, d_s, d_m = check_int(N, "N"), check_int(d_s, "d_s"), check_int(d_m, "d_m")
-    a = (math.sqrt(d_m) * eta_V) ** (2 / 3)
-    b = (math.sqrt(d_m) * eta_K * eta_Q * eta_V) ** (2 / 3)
-    return d_s * R_X ** 2 * (a + b) ** 3 * math.log(N * d_s)
+    v = _nonneg(R_X=R_X, eta_V=eta_V, eta_K=eta_K, eta_Q=eta_Q)
+    a = (math.sqrt(d_m) * v["eta_V"]) ** (2 / 3)
+    b = (math.sqrt(d_m) * v["eta_K"] * v["eta_Q"] * v["eta_V"]) ** (2 / 3)
+    return _finite(d_s * v["R_X"] ** 2 * (a + b) ** 3 * math.log(N * d_s), "P (R_X, eta_*)")
 
 
+def _finite(value: float, name: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: the result overflows ({value}); inputs too large")
+    return value
+
+
+@_no_overflow
 def P_audited(N: int, d_s: int, d: int, d_m: int, B_X: float, eta_O: float, eta_V: float,
               eta_K: float, eta_Q: float, xi_V: float, c_cov: float = 1.0) -> float:
-    """Audited ``P``: ``c_cov eta_O^2 B_X^2 (B_V^{2/3} + (2 B_QK xi_V B_X^2)^{2/3})^3 log(N d_s)``.
+    """Audited ``P = c_cov eta_O^2 B_X^2 (xi_V^{2/3} + (2 B_V)^{2/3} + (2 B_QK xi_V
+    B_X^2)^{2/3})^3 log(max(d, d_m) N d_s)`` (the chapter derives it step by step).
 
-    ``B_V = sqrt(d) eta_V`` bounds ``||W_V||_{2,1}`` (``d`` columns), ``B_QK = sqrt(d) eta_K eta_Q
-    / sqrt(d_m)`` bounds ``||W_K^T W_Q / sqrt(d_m)||_{2,1}``, ``xi_V`` bounds ``||W_V||_2``; the
-    factor 2 is the Lipschitz constant of the softmax from ``l_inf`` to ``l_1``; ``c_cov`` is the
-    constant hidden in the covering bound's ``<~`` (the book uses 1 and says so).
+    ``B_V = sqrt(d_m) eta_V >= ||W_V^T||_{2,1}`` (the Euclidean norms of the ``d_m`` rows of
+    ``W_V`` summed: Edelman et al.'s lemma needs the sum over *output* coordinates);
+    ``B_QK = sqrt(d) eta_K eta_Q / sqrt(d_m)`` bounds the same norm of the ``d x d`` matrix
+    ``W_K^T W_Q / sqrt(d_m)``; ``xi_V >= ||W_V||_2``. The three terms are the readout cover
+    (error weight 1, points of norm ``xi_V B_X``), the value cover (weight ``eta_O``; the
+    factor 2 makes it proper) and the query-key cover (weight ``2 eta_O xi_V B_X^2``: the
+    softmax's ``l_inf -> l_1`` Lipschitz constant 2 and two factors ``B_X``). ``c_cov`` is the
+    constant of Edelman et al.'s covering lemma, which they do not state (the book uses 1:
+    the numbers certify the statement only if ``c_cov <= 1``).
     """
     N, d_s, d, d_m = (check_int(N, "N"), check_int(d_s, "d_s"), check_int(d, "d"),
                       check_int(d_m, "d_m"))
-    B_V = math.sqrt(d) * eta_V
-    B_QK = math.sqrt(d) * eta_K * eta_Q / math.sqrt(d_m)
-    inner = B_V ** (2 / 3) + (2.0 * B_QK * xi_V * B_X ** 2) ** (2 / 3)
-    return check_positive(c_cov, "c_cov") * eta_O ** 2 * B_X ** 2 * inner ** 3 * math.log(N * d_s)
+    v = _nonneg(B_X=B_X, eta_O=eta_O, eta_V=eta_V, eta_K=eta_K, eta_Q=eta_Q, xi_V=xi_V)
+    c_cov = check_positive(c_cov, "c_cov")
+    B_V = math.sqrt(d_m) * v["eta_V"]
+    B_QK = math.sqrt(d) * v["eta_K"] * v["eta_Q"] / math.sqrt(d_m)
+    inner = (v["xi_V"] ** (2 / 3) + (2.0 * B_V) ** (2 / 3)
+             + (2.0 * B_QK * v["xi_V"] * v["B_X"] ** 2) ** (2 / 3))
+    return _finite(c_cov * v["eta_O"] ** 2 * v["B_X"] ** 2 * inner ** 3
+                   * math.log(max(d, d_m) * N * d_s), "P (B_X, eta_*, xi_V, c_cov)")
 
 
+@_no_overflow
 def A_bound(eta_O: float, eta_V: float, d_s: int, R_X: float) -> float:
     """``A = eta_O eta_V sqrt(d_s) R_X >= |f|`` on the class (Appendix A)."""
-    return eta_O * eta_V * math.sqrt(check_int(d_s, "d_s")) * R_X
+    v = _nonneg(eta_O=eta_O, eta_V=eta_V, R_X=R_X)
+    return _finite(v["eta_O"] * v["eta_V"] * math.sqrt(check_int(d_s, "d_s")) * v["R_X"],
+                   "A (eta_O, eta_V, R_X)")
 
 
+@_no_overflow
+def printed_rademacher_expression(P: float, A: float, N: int, c: float = 1.0) -> float:
+    """The paper's closed form ``c sqrt(P/N) (1 + log(A sqrt(N/P)))`` as a number.
+
+    **Not a bound**: it is negative whenever ``sqrt(P/N) > e A``, and a Rademacher complexity
+    never is (see :func:`lemma2_printed`, which refuses to report it there).
+    """
+    P, A = check_positive(P, "P"), check_positive(A, "A")
+    N, c = check_int(N, "N"), check_positive(c, "c")
+    r = math.sqrt(P / N)
+    return c * r * (1.0 + math.log(A) - math.log(r))
+
+
+@_no_overflow
+def lecun_ratio_lower_bound(N: int, d_s: int, d_m: int, R_O: float) -> float:
+    """A lower bound on ``sqrt(P/N) / A`` (printed ``P``, paper's ``A``) that holds with
+    probability at least ``1 - 3 exp(-d_m / 16)`` over a LeCun initialisation, for any radii.
+
+    From ``P >= d_s R_X^2 d_m eta_K^2 eta_Q^2 eta_V^2 log(N d_s)`` (drop the first term of the
+    cube), ``sqrt(P/N) / A >= sqrt(d_m log(N d_s) / N) eta_K eta_Q / eta_O``; Laurent and
+    Massart's chi-square bounds give ``||W_K^0||_F, ||W_Q^0||_F >= sqrt(d_m / 2)`` and
+    ``||w_O^0||_2 <= sqrt(13/8)``, each with probability ``>= 1 - exp(-d_m / 16)`` (at least
+    ``d_m`` degrees of freedom, deviation ``x = k / 16``), and ``eta >= ||W^0||_F``,
+    ``eta_O <= ||w_O^0|| + R_O``. Hence the bound ``(d_m / 2) sqrt(d_m log(N d_s) / N) /
+    (sqrt(13/8) + R_O)``; the printed expression is negative where it exceeds ``e``.
+    """
+    N, d_s, d_m = check_int(N, "N"), check_int(d_s, "d_s"), check_int(d_m, "d_m")
+    R_O = check_nonnegative(R_O, "R_O")
+    return (d_m / 2.0) * math.sqrt(d_m * math.log(N * d_s) / N) / (math.sqrt(13 / 8) + R_O)
+
+
+@_no_overflow
 def dudley_inverse_square_closed_form(P: float, A: float, N: int,
                                       c: float) -> tuple[float, float, bool]:
-    """``c inf_{delta >= 0} (delta + int_delta^A sqrt(P / (eps^2 N)) d eps)``.
+    """``c inf_{eps_0 >= 0} (eps_0 + int_{eps_0}^A sqrt(P / (eps^2 N)) d eps)``.
 
-    Returns ``(value, delta, closed_form_valid)``: for ``delta* = sqrt(P/N) <= A`` the minimum is
-    ``c sqrt(P/N) (1 + log(A sqrt(N/P)))`` at ``delta*``; otherwise the integrand's range is empty
-    at the minimiser ``delta = A`` and the value is ``c A``.
+    Returns ``(value, eps_0, closed_form_valid)``: for ``eps_0* = sqrt(P/N) <= A`` the minimum
+    is ``c sqrt(P/N) (1 + log(A sqrt(N/P)))`` at ``eps_0*``; otherwise the integrand's range is
+    empty at the minimiser ``eps_0 = A`` and the value is ``c A``. ``P = 0`` or ``A = 0``
+    (a class with one function on the sample) gives 0.
     """
-    P = check_positive(P, "P")
-    A = check_positive(A, "A")
+    P = check_nonnegative(P, "P")
+    A = check_nonnegative(A, "A")
     N = check_int(N, "N")
     c = check_positive(c, "c")
+    if P == 0.0 or A == 0.0:
+        return 0.0, 0.0, True
     delta = math.sqrt(P / N)
     if delta <= A:
         return c * delta * (1.0 + math.log(A / delta)), delta, True
@@ -220,12 +337,29 @@ _ASSUME_L1 = ("||X_n||_F <= sqrt(d_s) R_X for all n", "||theta - theta^0||: each
               "its radius R_Q, R_K, R_V, R_O", "theta^0 drawn independently of the sample")
 
 
+@_no_overflow
 def lemma2_printed(N: int, d_s: int, d_m: int, R_X: float, eta_V: float, eta_K: float,
                    eta_Q: float, eta_O: float, c: float = 1.0) -> BoundValue:
-    """Lemma 2 as printed: ``c sqrt(P/N)(1 + log(A sqrt(N/P)))`` with the paper's ``P``."""
+    """Lemma 2 as printed: ``c sqrt(P/N)(1 + log(A sqrt(N/P)))`` with the paper's ``P``.
+
+    Raises ``ValueError`` where the expression is negative (``sqrt(P/N) > e A``): no
+    Rademacher complexity is, so the printed statement is false there (the chapter's
+    counterexample); :func:`printed_rademacher_expression` gives the number. ``valid`` is
+    False outside ``sqrt(P/N) <= A``, the range of the closed form.
+    """
     P = P_printed(N, d_s, d_m, R_X, eta_V, eta_K, eta_Q)
     A = A_bound(eta_O, eta_V, d_s, R_X)
-    val = c * math.sqrt(P / N) * (1.0 + math.log(A * math.sqrt(N / P)))
+    c = check_positive(c, "c")
+    if P == 0.0 or A == 0.0:
+        raise ValueError("eta_O, eta_V, eta_K, eta_Q and R_X must be > 0: the printed closed "
+                         f"form is undefined at P = {P:g}, A = {A:g}")
+    val = printed_rademacher_expression(P, A, N, c)
+    if val < 0:
+        raise ValueError(f"the printed Lemma 2 is negative here (sqrt(P/N) = "
+                         f"{math.sqrt(P / N):.4g} > e A = {math.e * A:.4g} at N = {N}, R_X = "
+                         f"{R_X:g}, eta_V = {eta_V:g}, eta_K = {eta_K:g}, eta_Q = {eta_Q:g}, "
+                         f"eta_O = {eta_O:g}): not a bound on a Rademacher complexity; "
+                         "printed_rademacher_expression gives the number")
     return BoundValue(val, BoundKind.RADEMACHER, terms={"P": P, "A": A,
                       "sqrt(P/N)": math.sqrt(P / N)}, constants={"c": c},
                       name="Rad_S(G_R) (printed)", reference=f"{_REF}, Lemma 2",
@@ -233,10 +367,12 @@ def lemma2_printed(N: int, d_s: int, d_m: int, R_X: float, eta_V: float, eta_K: 
                       regime="closed form (printed; valid only if sqrt(P/N) <= A)")
 
 
+@_no_overflow
 def lemma1_printed(N: int, d_s: int, d_m: int, R_X: float, eta_V: float, eta_K: float,
                    eta_Q: float, eta_O: float, c: float = 1.0) -> BoundValue:
     """Lemma 1 as printed: ``(1/N) sqrt(P/N)(1 + log(A sqrt(N/P)))`` (the ``O(.)`` constant
-    as ``c``). The ``1/N`` is not in the proof's conclusion: ``valid`` is False."""
+    as ``c``). The ``1/N`` is not in the proof's conclusion: ``valid`` is False. Raises
+    ``ValueError`` where the expression is negative, as :func:`lemma2_printed`."""
     inner = lemma2_printed(N, d_s, d_m, R_X, eta_V, eta_K, eta_Q, eta_O, c)
     return BoundValue(inner.value / N, BoundKind.RADEMACHER, terms=dict(inner.terms),
                       constants={"c": c}, name="Rad_S(F_R) (printed, with the spurious 1/N)",
@@ -259,6 +395,7 @@ def _lemma1_audited(N: int, d_s: int, d: int, d_m: int, B_X: float, R_X: float,
                               else "delta* > A: the cap c A"))
 
 
+@_no_overflow
 def lemma1_audited(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: float,
                    W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float, w_O0_l2: float,
                    W_Q0_spectral: float, W_K0_spectral: float, W_V0_spectral: float,
@@ -272,10 +409,12 @@ def lemma1_audited(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: float,
     return _lemma1_audited(N, d_s, d, d_m, B_X, R_X, e, c, c_cov)
 
 
+@_no_overflow
 def lemma4_conditions(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: float,
                       e: Mapping[str, float], R_Q: float, R_K: float, R_V: float, R_O: float,
                       c_dm: float = 1.0) -> dict[str, float]:
-    """The measurable hypotheses of Lemma 4 as ratios (``>= 1`` means satisfied).
+    """The measurable hypotheses of Lemma 4 as ratios (``>= 1`` means satisfied); ``phi0 > 0``
+    (a model that fits its training set exactly at initialisation needs no theorem).
 
     ``dm_over_N3 = d_m / (c_dm N^3)``; ``cond1 = alpha^2 / (8 rho M sqrt(2 Phi0))``;
     ``cond2 = alpha^3 eta_O / (32 rho^2 z sqrt(2 Phi0))``; plus ``rho, M, M_hat, z, z_hat``.
@@ -287,14 +426,16 @@ def lemma4_conditions(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0
                        d_s, d_m)
     z = z_quantity(e["eta_O"], e["xi_V"], e["xi_Q"], e["xi_K"], R_X, d_s, d_m)
     z_hat = z_quantity(e["eta_O"], e["eta_V"], e["eta_Q"], e["eta_K"], R_X, d_s, d_m)
-    s = math.sqrt(2.0 * check_nonnegative(phi0, "phi0"))
+    s = math.sqrt(2.0 * check_positive(phi0, "phi0"))
     alpha = check_nonnegative(alpha, "alpha")
-    inf = math.inf
+    if z == 0.0:
+        raise ValueError("w_O0_l2 + R_O (eta_O) must be > 0: z = 0 divides condition 2")
     return {
         "rho": rho, "M": M, "M_hat": M_hat, "z": z, "z_hat": z_hat,
         "dm_over_N3": d_m / (check_positive(c_dm, "c_dm") * N ** 3),
-        "cond1": alpha ** 2 / (8 * rho * M * s) if s > 0 else inf,
-        "cond2": alpha ** 3 * e["eta_O"] / (32 * rho ** 2 * z * s) if s > 0 else inf,
+        "cond1": _finite(alpha ** 2 / (8 * rho * M * s), "condition 1 (alpha, phi0)"),
+        "cond2": _finite(alpha ** 3 * e["eta_O"] / (32 * rho ** 2 * z * s),
+                         "condition 2 (alpha, phi0)"),
     }
 
 
@@ -313,6 +454,7 @@ _ASSUME_L4 = ("Assumption 3 (full row rank, ||X||_F <= sqrt(d_s) R_X, Gram inner
               "GD on the squared loss Phi with step size <= 1/k (Wu et al. 2024, Thm 1)")
 
 
+@_no_overflow
 def lemma4_printed(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: float,
                    W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float, w_O0_l2: float,
                    W_Q0_spectral: float, W_K0_spectral: float, W_V0_spectral: float,
@@ -326,8 +468,9 @@ def lemma4_printed(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: f
                                 w_O0_l2=w_O0_l2, W_Q0_spectral=W_Q0_spectral,
                                 W_K0_spectral=W_K0_spectral, W_V0_spectral=W_V0_spectral)
     rho, sN = cond["rho"], math.sqrt(N)
-    t1 = alpha ** 2 / (8 * rho * cond["M_hat"] * sN)
-    t2 = alpha ** 3 * e["eta_O"] / (32 * rho ** 4 * cond["z_hat"] * sN)
+    t1 = _finite(alpha ** 2 / (8 * rho * cond["M_hat"] * sN), "Lemma 4 (alpha)")
+    t2 = _finite(alpha ** 3 * e["eta_O"] / (32 * rho ** 4 * cond["z_hat"] * sN),
+                 "Lemma 4 (alpha, eta_O)")
     return BoundValue(min(t1, t2), BoundKind.TRAINING_LOSS,
                       terms={"term_M_hat": t1, "term_z_hat": t2, **cond},
                       constants={"c_dm": c_dm}, name="L_S(f_theta^t) (printed)",
@@ -336,6 +479,7 @@ def lemma4_printed(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: f
                       "; printed rho^4 / M_hat / z_hat do not follow from the proof")
 
 
+@_no_overflow
 def lemma4_audited(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: float,
                    ell_yy: float, W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float,
                    w_O0_l2: float, W_Q0_spectral: float, W_K0_spectral: float,
@@ -349,8 +493,9 @@ def lemma4_audited(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: f
                                 w_O0_l2=w_O0_l2, W_Q0_spectral=W_Q0_spectral,
                                 W_K0_spectral=W_K0_spectral, W_V0_spectral=W_V0_spectral)
     rho, sN = cond["rho"], math.sqrt(N)
-    t1 = alpha ** 2 / (8 * rho * cond["M"] * sN)
-    t2 = alpha ** 3 * e["eta_O"] / (32 * rho ** 2 * cond["z"] * sN)
+    t1 = _finite(alpha ** 2 / (8 * rho * cond["M"] * sN), "Lemma 4 (alpha)")
+    t2 = _finite(alpha ** 3 * e["eta_O"] / (32 * rho ** 2 * cond["z"] * sN),
+                 "Lemma 4 (alpha, eta_O)")
     ell_yy = check_nonnegative(ell_yy, "ell_yy")
     return BoundValue(ell_yy + min(t1, t2), BoundKind.TRAINING_LOSS,
                       terms={"ell_yy": ell_yy, "term_M": t1, "term_z": t2,
@@ -360,32 +505,66 @@ def lemma4_audited(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: f
                       regime="hypotheses hold" if ok else "hypotheses fail: not a bound here")
 
 
-def theorem5_printed(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: float,
-                     W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float, w_O0_l2: float,
-                     W_Q0_spectral: float, W_K0_spectral: float, W_V0_spectral: float,
-                     R_Q: float, R_K: float, R_V: float, R_O: float, delta: float = 0.05,
-                     c_O: float = 1.0, c_dm: float = 1.0) -> BoundValue:
-    """Theorem 5 as printed, ``c_O`` the constant of its ``O(.)`` (the book uses 1)."""
+@_no_overflow
+def theorem5_printed_terms(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: float,
+                           W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float, w_O0_l2: float,
+                           W_Q0_spectral: float, W_K0_spectral: float, W_V0_spectral: float,
+                           R_Q: float, R_K: float, R_V: float, R_O: float,
+                           delta: float = 0.05, c_O: float = 1.0,
+                           c_dm: float = 1.0) -> dict[str, float]:
+    """The three terms of the printed Theorem 5 as numbers (``training``, ``complexity``,
+    ``confidence``) and their sum ``expression``: **not a bound** (the complexity term is the
+    printed Lemma 2 expression, negative wherever ``sqrt(P/N) > e A``); :func:`theorem5_printed`
+    is the registered form, which refuses to report a negative value."""
     init = dict(W_Q0_fro=W_Q0_fro, W_K0_fro=W_K0_fro, W_V0_fro=W_V0_fro, w_O0_l2=w_O0_l2,
                 W_Q0_spectral=W_Q0_spectral, W_K0_spectral=W_K0_spectral,
                 W_V0_spectral=W_V0_spectral)
     l4 = lemma4_printed(N, d_s, d_m, R_X, alpha, phi0, R_Q=R_Q, R_K=R_K, R_V=R_V, R_O=R_O,
                         c_dm=c_dm, **init)
     e = _common(R_Q=R_Q, R_K=R_K, R_V=R_V, R_O=R_O, **init)
-    rad = lemma2_printed(N, d_s, d_m, R_X, e["eta_V"], e["eta_K"], e["eta_Q"], e["eta_O"], 1.0)
+    P = P_printed(N, d_s, d_m, R_X, e["eta_V"], e["eta_K"], e["eta_Q"])
+    A = A_bound(e["eta_O"], e["eta_V"], d_s, R_X)
+    if P == 0.0 or A == 0.0:
+        raise ValueError("eta_O, eta_V, eta_K, eta_Q and R_X must be > 0: the printed closed "
+                         f"form is undefined at P = {P:g}, A = {A:g}")
     delta = check_probability(delta, "delta")
-    conf = math.sqrt(max(math.log(e["R"] / delta), 0.0) / N)
-    val = l4.value + check_positive(c_O, "c_O") * (rad.value + conf)
-    return BoundValue(val, BoundKind.TRUE_LOSS,
-                      terms={"training": l4.value, "complexity": c_O * rad.value,
-                             "confidence": c_O * conf, "P": rad.terms["P"], "A": rad.terms["A"],
-                             "R": e["R"]},
+    c_O = check_positive(c_O, "c_O")
+    rad = printed_rademacher_expression(P, A, N, 1.0)
+    conf = math.sqrt(max(math.log(e["R"] / delta), 0.0) / N) if e["R"] > 0 else 0.0
+    return {"training": l4.value, "complexity": c_O * rad, "confidence": c_O * conf,
+            "expression": _finite(l4.value + c_O * (rad + conf), "the printed Theorem 5"),
+            "P": P, "A": A, "R": e["R"]}
+
+
+@_no_overflow
+def theorem5_printed(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: float,
+                     W_Q0_fro: float, W_K0_fro: float, W_V0_fro: float, w_O0_l2: float,
+                     W_Q0_spectral: float, W_K0_spectral: float, W_V0_spectral: float,
+                     R_Q: float, R_K: float, R_V: float, R_O: float, delta: float = 0.05,
+                     c_O: float = 1.0, c_dm: float = 1.0) -> BoundValue:
+    """Theorem 5 as printed, ``c_O`` the constant of its ``O(.)`` (the book uses 1). Raises
+    ``ValueError`` where the printed expression is negative (no loss is);
+    :func:`theorem5_printed_terms` gives the numbers."""
+    t = theorem5_printed_terms(N, d_s, d_m, R_X, alpha, phi0, W_Q0_fro, W_K0_fro, W_V0_fro,
+                               w_O0_l2, W_Q0_spectral, W_K0_spectral, W_V0_spectral, R_Q, R_K,
+                               R_V, R_O, delta, c_O, c_dm)
+    if t["expression"] < 0:
+        raise ValueError(f"the printed Theorem 5 is negative here ({t['expression']:.4g}: its "
+                         f"Lemma 2 term is, as sqrt(P/N) > e A at N = {N}, d_m = {d_m}): not a "
+                         "bound on a loss; theorem5_printed_terms gives the numbers")
+    l4_ok = lemma4_printed(N, d_s, d_m, R_X, alpha, phi0, W_Q0_fro, W_K0_fro, W_V0_fro,
+                           w_O0_l2, W_Q0_spectral, W_K0_spectral, W_V0_spectral, R_Q, R_K, R_V,
+                           R_O, c_dm)
+    return BoundValue(t["expression"], BoundKind.TRUE_LOSS,
+                      terms={k: t[k] for k in ("training", "complexity", "confidence", "P", "A",
+                                               "R")},
                       constants={"delta": delta, "c_O": c_O, "c_dm": c_dm},
                       name="L_D(f) (printed)", reference=f"{_REF}, Theorem 5",
                       assumptions=_ASSUME_L4, valid=False,
-                      regime="printed statement (see the audit); " + l4.regime)
+                      regime="printed statement (see the audit); " + l4_ok.regime)
 
 
+@_no_overflow
 def radius_grid(R: float, grid: float) -> tuple[int, float]:
     """``(k, k * grid)`` with ``k = max(1, ceil(R / grid))``: the grid point at or above ``R``."""
     check_nonnegative(R, "R")
@@ -393,6 +572,7 @@ def radius_grid(R: float, grid: float) -> tuple[int, float]:
     return k, k * grid
 
 
+@_no_overflow
 def theorem5_audited(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: float, alpha: float,
                      phi0: float, ell_yy: float, W_Q0_fro: float, W_K0_fro: float,
                      W_V0_fro: float, w_O0_l2: float, W_Q0_spectral: float,
@@ -423,7 +603,7 @@ def theorem5_audited(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: float,
     delta = check_probability(delta, "delta")
     union = sum(math.log(k * (k + 1)) for k in ks)
     conf = 3.0 * c_loss * math.sqrt((math.log(2 / delta) + union) / (2 * N))
-    val = l4.value + 2.0 * rad.value + conf
+    val = _finite(l4.value + 2.0 * rad.value + conf, "Theorem 5 (audited)")
     return BoundValue(val, BoundKind.TRUE_LOSS,
                       terms={"training": l4.value, "complexity": 2.0 * rad.value,
                              "confidence": conf, "P": rad.terms["P"], "A": A,
@@ -604,44 +784,64 @@ def _lemma1_audited_reg(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: flo
     return lemma1_audited(N, d_s, d, d_m, R_X, B_X, c=c, c_cov=c_cov, **init)
 
 
+#: The prf labels of chapter 03's statements whose audits decide the verdicts.
+AUDIT_LABELS = {"rad_printed": "sgd-lem-rad-printed", "rad": "sgd-lem-rad",
+                "lemma4_printed": "sgd-lem-4-printed", "lemma4": "sgd-lem-4",
+                "theorem5_printed": "sgd-thm-5-printed", "theorem5": "sgd-thm-5"}
+_CE_RAD = ("a Rademacher complexity is >= 0 (take sup >= any fixed member), but the printed "
+           "expression c sqrt(P/N)(1 + log(A sqrt(N/P))) is negative for every c > 0 once "
+           "sqrt(P/N) > e A: with probability >= 1 - 3 exp(-d_m/16) at every LeCun "
+           "initialisation with d_m >= N^3 and R_O <= 0.2 N^4 - 1.3 (lecun_ratio_lower_bound; "
+           "chapter 03, the proposition under the Lemma 1-2 audit, computed there at N = 8, "
+           "d_m = 512), and at the chapter's toy quantities (N = 400, d_m = 64)")
+
 register(Bound(key="shallow_gd.lemma_1.printed", paper=PAPER, statement="Lemma 1",
                kind=BoundKind.RADEMACHER, form="printed", needs=("N", "d_s", "d_m", "R_X") + _INIT,
                constants={"c": 1.0}, fn=_lemma2_from_view, fixed={"form": "lemma1"},
-               description="Rad_S(F_R) as printed, (1/N) sqrt(P/N)(1 + log(A sqrt(N/P)))"))
+               description="Rad_S(F_R) as printed, (1/N) sqrt(P/N)(1 + log(A sqrt(N/P)))",
+               verdict=Verdict.FALSE, audit=AUDIT_LABELS["rad_printed"],
+               counterexample=_CE_RAD))
 register(Bound(key="shallow_gd.lemma_2.printed", paper=PAPER, statement="Lemma 2",
                kind=BoundKind.RADEMACHER, form="printed", needs=("N", "d_s", "d_m", "R_X") + _INIT,
                constants={"c": 1.0}, fn=_lemma2_from_view, fixed={"form": "printed"},
-               description="Rad_S(G_R) as printed, c sqrt(P/N)(1 + log(A sqrt(N/P)))"))
+               description="Rad_S(G_R) as printed, c sqrt(P/N)(1 + log(A sqrt(N/P)))",
+               verdict=Verdict.FALSE, audit=AUDIT_LABELS["rad_printed"],
+               counterexample=_CE_RAD))
 for _key, _stmt in (("lemma_1", "Lemma 1"), ("lemma_2", "Lemma 2")):
     register(Bound(key=f"shallow_gd.{_key}.audited", paper=PAPER, statement=_stmt,
                    kind=BoundKind.RADEMACHER, form="audited",
                    needs=("N", "d_s", "d", "d_m", "R_X", "B_X") + _INIT,
                    constants={"c": DUDLEY_C_BARTLETT_2017, "c_cov": 1.0},
                    fn=_lemma1_audited_reg, fixed={"form": "audited"},
-                   description="Rad_S(F_R) <= Rad_S(G_R) with audited P (eta_O^2, B_X^2) and the "
-                   "cap c A (Lemmas 1 and 2 share it)"))
+                   description="Rad_S(F_R) with the audited P (three covers: readout, value with "
+                   "sqrt(d_m) eta_V, query-key with B_X^2) and the cap c A",
+                   verdict=Verdict.HOLDS, audit=AUDIT_LABELS["rad"]))
 register(Bound(key="shallow_gd.lemma_4.printed", paper=PAPER, statement="Lemma 4",
                kind=BoundKind.TRAINING_LOSS, form="printed",
                needs=("N", "d_s", "d_m", "R_X", "alpha", "phi0") + _INIT,
                constants={"c_dm": 1.0}, fn=lambda form, **kw: lemma4_printed(**kw),
                fixed={"form": "printed"},
-               description="training loss along GD, min(.. M_hat .., .. rho^4 z_hat ..)"))
+               description="training loss along GD, min(.. M_hat .., .. rho^4 z_hat ..)",
+               verdict=Verdict.DOES_NOT_FOLLOW, audit=AUDIT_LABELS["lemma4_printed"]))
 register(Bound(key="shallow_gd.lemma_4.audited", paper=PAPER, statement="Lemma 4",
                kind=BoundKind.TRAINING_LOSS, form="audited",
                needs=("N", "d_s", "d_m", "R_X", "alpha", "phi0", "ell_yy") + _INIT,
                constants={"c_dm": 1.0}, fn=lambda form, **kw: lemma4_audited(**kw),
                fixed={"form": "audited"},
-               description="training loss: ell_yy + min(.. M .., .. rho^2 z ..)"))
+               description="training loss (GD on the squared loss): ell_yy + min(.. M .., "
+               ".. rho^2 z ..)", verdict=Verdict.HOLDS, audit=AUDIT_LABELS["lemma4"]))
 register(Bound(key="shallow_gd.theorem_5.printed", paper=PAPER, statement="Theorem 5",
                kind=BoundKind.TRUE_LOSS, form="printed",
                needs=("N", "d_s", "d_m", "R_X", "alpha", "phi0") + _INIT,
                constants={"delta": 0.05, "c_O": 1.0, "c_dm": 1.0},
                fn=lambda form, **kw: theorem5_printed(**kw), fixed={"form": "printed"},
-               description="true loss as printed (hidden O(.) constant c_O = 1)"))
+               description="true loss as printed (hidden O(.) constant c_O = 1)",
+               verdict=Verdict.DOES_NOT_FOLLOW, audit=AUDIT_LABELS["theorem5_printed"]))
 register(Bound(key="shallow_gd.theorem_5.audited", paper=PAPER, statement="Theorem 5",
                kind=BoundKind.TRUE_LOSS, form="audited",
                needs=("N", "d_s", "d", "d_m", "R_X", "B_X", "alpha", "phi0", "ell_yy") + _INIT,
                constants={"delta": 0.05, "c": DUDLEY_C_BARTLETT_2017, "c_cov": 1.0,
                           "c_dm": 1.0, "grid": 0.1},
                fn=lambda form, **kw: theorem5_audited(**kw), fixed={"form": "audited"},
-               description="true loss: Lemma 4 audited + 2 Rad audited + 3 log(1+e^A) sqrt(..)"))
+               description="true loss: Lemma 4 audited + 2 Rad audited + 3 log(1+e^A) sqrt(..)",
+               verdict=Verdict.HOLDS, audit=AUDIT_LABELS["theorem5"]))

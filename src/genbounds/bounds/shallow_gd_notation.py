@@ -51,7 +51,12 @@ def shallow_columns(view: ModelView, X: torch.Tensor, y: torch.Tensor | np.ndarr
         raise ValueError(f"view must be a {FAMILY} ModelView")
     if view.initial is None:
         raise ValueError("view must carry its initial weights (model.view(initial_state=...))")
+    if not isinstance(X, torch.Tensor | np.ndarray):
+        raise ValueError(f"X must be a tensor or array of shape (K, N, d_s, d), got "
+                         f"{type(X).__name__}")
     X = torch.as_tensor(X)
+    if not X.is_floating_point() or not bool(torch.isfinite(X).all()):
+        raise ValueError("X must hold finite floating-point values")
     yy = np.asarray(torch.as_tensor(y).cpu())
     K = view.n_models
     if X.ndim != 4 or X.shape[0] != K or yy.shape != tuple(X.shape[:2]):
@@ -75,8 +80,23 @@ def shallow_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> di
     missing = [PREFIX + q for q in bound.needs if PREFIX + q not in row]
     if missing:
         raise NotApplicable(f"no stored column {missing} (computed by shallow_columns)")
-    return {q: int(row[PREFIX + q]) if q in _INTS else float(row[PREFIX + q])
-            for q in bound.needs}
+    return {q: _read(row[PREFIX + q], PREFIX + q, q in _INTS) for q in bound.needs}
+
+
+def _read(value: Any, name: str, integer: bool) -> Any:
+    """One stored scalar: a finite float, or an int for a size (``ValueError`` naming the
+    column for NaN / inf, booleans, arrays, or a size that is not a whole number >= 1)."""
+    arr = np.asarray(value)
+    if arr.shape != () or arr.dtype.kind not in "iuf" or isinstance(value, bool | np.bool_):
+        raise ValueError(f"column {name} must hold one number per model, got {value!r}")
+    v = float(arr)
+    if not np.isfinite(v):
+        raise ValueError(f"column {name} must be finite, got {v}")
+    if integer:
+        if v != int(v) or v < 1:
+            raise ValueError(f"column {name} must be a whole number >= 1, got {v}")
+        return int(v)
+    return v
 
 
 register_quantities(PAPER, shallow_quantities)

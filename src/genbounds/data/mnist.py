@@ -12,6 +12,7 @@ import functools
 import gzip
 import os
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -454,14 +455,20 @@ def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the header is malformed or the payload has the wrong length (naming ``path``).
+        If the file cannot be decompressed (a ``.gz`` that is not gzip, or a truncated one), the
+        header is malformed or the payload has the wrong length (always naming ``path``).
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"IDX file {path!r} not found")
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        raw = fh.read()
+    try:
+        with opener(path, "rb") as fh:
+            raw = fh.read()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise ValueError(f"{path!r} cannot be read as a gzip-compressed IDX file "
+                         f"({type(exc).__name__}: {exc}); the file is damaged or not what its "
+                         "name says: replace it (e.g. reinstall dataset-fashion-mnist)") from exc
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
         raise ValueError(f"{path!r} is not an IDX file (magic must start with two zero bytes)")
     code, ndim = raw[2], raw[3]
