@@ -1,0 +1,61 @@
+"""Every registered bound, fed any input (issue #17): a finite value of the right sign, or a
+``ValueError`` that names an argument; never NaN, inf, a complex number, a negative bound, a
+traceback from deep inside, or a hang.
+
+Property-based (hypothesis): each bound's quantities and constants are drawn from valid-looking
+values and from the edges (0, negatives, 1e-300, 1e300, NaN, ±inf, booleans, arrays).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genbounds.bounds import BoundKind, registered
+
+BOUNDS = registered()
+
+EDGE = st.sampled_from([0.0, -1.0, -1e-12, 1e-300, 1e300, math.nan, math.inf, -math.inf, True,
+                        False, np.array([1.0, 2.0]), "x", None, 2**70])
+TYPICAL = st.one_of(st.floats(min_value=1e-6, max_value=1e6), st.integers(1, 10**6))
+
+
+def _name_pattern(names: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)))
+
+
+def _check(bound, quantities: dict, constants: dict) -> None:
+    names = [*bound.needs, *bound.constants]
+    try:
+        value = bound.evaluate(quantities, **constants)
+    except ValueError as exc:
+        msg = str(exc)
+        assert _name_pattern(names).search(msg), (
+            f"{bound.key}: ValueError names no argument ({names}): {msg!r}")
+        return
+    v = value.value
+    assert isinstance(v, float) and math.isfinite(v), f"{bound.key}: value {v!r}"
+    if bound.kind is not BoundKind.MEASURE:  # a measure (e.g. a log of norms) may be negative
+        assert v >= 0, f"{bound.key}: negative bound {v} at {quantities} {constants}"
+    for k, t in value.terms.items():
+        assert not math.isnan(t), f"{bound.key}: term {k} is NaN"
+
+
+@pytest.mark.parametrize("bound", BOUNDS, ids=[b.key for b in BOUNDS])
+@settings(max_examples=60, deadline=2000, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
+@given(data=st.data())
+def test_bound_on_any_input(bound, data) -> None:  # noqa: ANN001 (hypothesis fixtures)
+    q = {}
+    for name in bound.needs:
+        q[name] = data.draw(st.one_of(TYPICAL, EDGE), label=name)
+    c = {}
+    for name in bound.constants:
+        if data.draw(st.booleans(), label=f"override {name}"):
+            c[name] = data.draw(st.one_of(TYPICAL, EDGE), label=name)
+    _check(bound, q, c)
