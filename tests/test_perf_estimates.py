@@ -77,3 +77,32 @@ def test_quick_workloads_build(name: str) -> None:
     model, X, y = ws[0].build(2)
     assert X.shape[:2] == (ws[0].K, 2) and y.shape == (ws[0].K, 2)
     assert forward_flops(model, X) > 0
+
+
+def test_calibrated_estimate_of_a_unit_is_within_2x_of_its_real_run(tmp_path) -> None:
+    """Calibrated on one unit that really ran (its stored wall time), the estimate of the
+    next unit is within a factor 2 of that unit's real run on this machine."""
+    from genbounds.estimates import calibration, unit_seconds
+    from genbounds.results import ResultStore
+
+    exp = get_experiment("sparse_majority")
+    cfg = dataclasses.replace(tiny(15), T_values=(9, 18))
+    units = exp.units(cfg)
+    store = ResultStore(tmp_path, namespace="quick")
+    nonfinite, text = exp.declared()
+    first = store.run(units[0], lambda u: run(u), device="cpu", code_modules=exp.code,
+                      nonfinite=nonfinite, text=text)
+    raw = unit_seconds("sparse_majority", cfg)
+    assert raw is not None
+    factor = calibration("sparse_majority", cfg, store, raw)
+    assert factor is not None and factor[1] == 1
+    calibrated = unit_seconds("sparse_majority", cfg, store)
+    assert calibrated is not None
+    t0 = time.perf_counter()
+    out = run(units[1])
+    wall = time.perf_counter() - t0
+    assert (out["epochs_trained"] == cfg.max_epochs).all()  # the cap is the real epoch count
+    print(f"unit T=18: real {wall:.2f} s, calibrated estimate {calibrated[1]:.2f} s, "
+          f"uncalibrated {raw[1]:.2f} s (factor {factor[0]:.2f}; unit T=9 ran "
+          f"{first.wall_time_s:.2f} s)")
+    assert calibrated[1] / 2 < wall < 2 * calibrated[1], (calibrated[1], wall, raw[1])

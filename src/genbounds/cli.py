@@ -92,12 +92,13 @@ def describe_estimate(e: Any, cfg: Any, store: Any = None) -> str:
             return (f"nothing to compute: all {len(units)} units stored "
                     f"({wall / 60:.1f} min of measured wall time)")
         if len(missing) < len(units) and e.estimate is None:
-            per_unit = estimates.unit_seconds(e.name, cfg)
+            per_unit = estimates.unit_seconds(e.name, cfg, store)  # calibrated on the stored
             if per_unit is not None and len(per_unit) == len(units):
                 left = sum(s for s, u in zip(per_unit, units, strict=True) if u in missing)
                 return (f"~{left / 60:.1f} min for the {len(missing)} missing of "
-                        f"{len(units)} units")
-    est = e.estimate(cfg) if e.estimate is not None else estimates.estimate(e.name, cfg)
+                        f"{len(units)} units (calibrated on the stored ones that ran on this "
+                        "kind of device)")
+    est = e.estimate(cfg) if e.estimate is not None else estimates.estimate(e.name, cfg, store)
     return "no estimate" if est is None else str(est.describe())
 
 

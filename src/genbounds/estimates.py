@@ -57,7 +57,7 @@ from genbounds.train import (
 from genbounds.train.memory import activation_bytes_per_sample, available_memory_bytes
 
 __all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "Workload", "estimate", "forward_flops",
-           "matmul_gflops", "unit_seconds", "workloads"]
+           "calibration", "matmul_gflops", "unit_seconds", "workloads"]
 
 #: Measured at the authors' protocol on the 2-core CPU (2026-11-26, load average 6-10,
 #: ``genbounds-bench --sections fit``; validation reduced to 200 samples; book/performance.md).
@@ -426,20 +426,13 @@ def workloads(experiment_name: str, config: Any) -> list[Workload] | None:
     return None if fn is None else fn(config)[0]
 
 
-def unit_seconds(experiment_name: str, config: Any) -> list[float] | None:
-    """Estimated seconds of each unit of ``config``, in unit order (None if unknown)."""
-    fn = KNOWN.get(experiment_name)
-    if fn is None:
-        return None
-    ws, note = fn(config)
-    return _per_unit(ws, note)[0] if ws else None
+def unit_seconds(experiment_name: str, config: Any, store: Any = None) -> list[float] | None:
+    """Estimated seconds of each unit of ``config``, in unit order (None if unknown).
 
-
-def estimate(experiment_name: str, config: Any) -> Estimate | None:
-    """Estimated wall time and peak memory of the experiment at ``config`` on its device.
-
-    None when the experiment is not one of :data:`KNOWN` (the command line then prints
-    "no estimate"). Measures rates on the configured device first (a few seconds).
+    With a results ``store`` that holds some of these units, the model is *calibrated* on
+    them: every prediction is multiplied by the median ratio of a stored unit's measured wall
+    time to its prediction (:func:`calibration`), so the per-call and per-sample costs the
+    model misjudges on this machine are corrected by units that really ran here.
     """
     fn = KNOWN.get(experiment_name)
     if fn is None:
@@ -447,4 +440,66 @@ def estimate(experiment_name: str, config: Any) -> Estimate | None:
     ws, note = fn(config)
     if not ws:
         return None
-    return _estimate_workloads(ws, note)
+    per_unit = _per_unit(ws, note)[0]
+    if store is not None:
+        factor = calibration(experiment_name, config, store, per_unit)
+        if factor is not None:
+            per_unit = [factor[0] * s for s in per_unit]
+    return per_unit
+
+
+def calibration(experiment_name: str, config: Any, store: Any,
+                predicted: Sequence[float]) -> tuple[float, int] | None:
+    """``(factor, n)``: the median of measured / predicted seconds over the ``n`` units of
+    ``config`` that ``store`` holds and that ran on the kind of device this process would use
+    (CPU or CUDA); ``None`` when none does. Reads the stored records only (no arrays checked
+    twice, nothing computed)."""
+    import warnings
+
+    from genbounds.experiments.registry import get_experiment
+    from genbounds.results import StaleResultWarning
+
+    exp = get_experiment(experiment_name)
+    units = list(exp.units(config))
+    if len(units) != len(predicted):
+        return None
+    kind = resolve_device(getattr(units[0], "device", "auto")).type
+    ratios = []
+    for unit, pred in zip(units, predicted, strict=True):
+        if pred <= 0 or not store.has(unit):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", StaleResultWarning)
+                stored = store.load(unit, on_code_change="warn", code_modules=exp.code,
+                                    wait_s=0.0)
+        except Exception:  # a damaged unit calibrates nothing  # noqa: BLE001
+            continue
+        if stored is None or not stored.device.startswith(kind):
+            continue
+        ratios.append(stored.wall_time_s / pred)
+    if not ratios:
+        return None
+    return float(np.median(ratios)), len(ratios)
+
+
+def estimate(experiment_name: str, config: Any, store: Any = None) -> Estimate | None:
+    """Estimated wall time and peak memory of the experiment at ``config`` on its device.
+
+    None when the experiment is not one of :data:`KNOWN` (the command line then prints
+    "no estimate"). Measures rates on the configured device first (a few seconds). With a
+    ``store`` holding some units, the time is calibrated on them (:func:`unit_seconds`).
+    """
+    fn = KNOWN.get(experiment_name)
+    if fn is None:
+        return None
+    ws, note = fn(config)
+    if not ws:
+        return None
+    per_unit, est = _per_unit(ws, note)
+    factor = None if store is None else calibration(experiment_name, config, store, per_unit)
+    if factor is None:
+        return est
+    return replace(est, seconds=factor[0] * est.seconds,
+                   note=f"{est.note}; calibrated on {factor[1]} stored unit(s) that ran here "
+                        f"(measured / predicted = {factor[0]:.2f})")

@@ -309,12 +309,14 @@ def reproduce(
     return report.done
 
 
-def _unit_seconds(e: Experiment, cfg: Any, units: Sequence[Any]) -> list[float | None]:
-    """Estimated seconds of each unit (``None`` where nothing estimates it)."""
+def _unit_seconds(e: Experiment, cfg: Any, units: Sequence[Any], store: ResultStore
+                  ) -> list[float | None]:
+    """Estimated seconds of each unit (``None`` where nothing estimates it), calibrated on the
+    units ``store`` already holds (:func:`genbounds.estimates.unit_seconds`)."""
     try:
         from genbounds import estimates
 
-        per_unit = estimates.unit_seconds(e.name, cfg)
+        per_unit = estimates.unit_seconds(e.name, cfg, store)
         if per_unit is not None and len(per_unit) == len(units):
             return list(per_unit)
         est = e.estimate(cfg) if e.estimate is not None else None
@@ -399,7 +401,7 @@ def sweep(
     seconds: list[float | None] = [None] * len(units)
     if (deadline is not None or progress) and (recompute or not all(store.has(u)
                                                                     for u in units)):
-        seconds = _unit_seconds(e, cfg, units)  # measures rates: only when there is work
+        seconds = _unit_seconds(e, cfg, units, store)  # measures rates: only if there is work
     bar = _Bar(progress and len(units) > 1, len(units), seconds)
     try:
         for blocking in (False, True):  # first pass skips units other workers hold
