@@ -9,9 +9,19 @@ per-model early stopping, the kept epoch by validation loss, patience and ``eval
 float32 as well as float64. ``tests/data/sparse_majority_golden.npz`` holds a reduced
 Trauger–Tewari quick sweep (one length, two runs, 30 epochs).
 
-The comparison is bitwise (``np.array_equal`` / ``torch.equal``): every case fits one
-micro-batch under the default memory budget, so the new engine performs the same floating-point
-operations in the same order as the old one.
+The comparison of the engine cases is bitwise (``np.array_equal`` / ``torch.equal``): every case
+fits one micro-batch under the default memory budget, so the new engine performs the same
+floating-point operations in the same order as the old one.
+
+The sparse-majority fixture was written with the model's earlier bits path; the model now
+computes the attention layer's output from a ``(T + 3)``-row table per model (issue #19 item 5,
+:meth:`genbounds.models.SparseMajorityMHA._forward_bits`), the same algebra with products
+reassociated. Its comparison (:func:`_assert_sm_close`) is therefore: integers, booleans,
+strings, accuracies, learning rates, seeds and token-norm bounds bitwise; losses to 1e-6
+relative (measured: 7e-9); norms to 1e-5 relative (measured: 1.8e-6); weights and TT matrices
+to 1e-4 of each array's largest entry (measured: 1.1e-5), except the key bias, whose exact
+gradient is zero (softmax ignores a shift common to all keys), so that Adam moves it by
+round-off only: it must stay below 1e-5 in both (measured: 8e-7).
 """
 
 from __future__ import annotations
@@ -193,6 +203,30 @@ def _assert_same(got: dict[str, np.ndarray], want: Any, prefix: str = "") -> Non
 _RENAMED = {"run/l1_norm": "run/model.l1"}
 
 
+_SM_EXACT = ("accuracy", "history/lr", "B_x_", "_seed", "/T", "/run")
+
+
+def _assert_sm_close(got: dict[str, np.ndarray], want: Any, prefix: str) -> None:
+    """The sparse-majority fixture to the tolerances of the module docstring."""
+    keys = [k for k in want.files if k.startswith(prefix)]
+    assert keys, f"no golden entries under {prefix!r}"
+    for k in keys:
+        new = _renamed(k, got)
+        assert new in got, f"{k} (or {new}) is no longer stored"
+        a, b = np.asarray(got[new]), want[k]
+        assert a.shape == b.shape and a.dtype == b.dtype, (k, a.shape, b.shape, a.dtype, b.dtype)
+        if b.dtype.kind != "f" or any(t in k for t in _SM_EXACT):
+            assert np.array_equal(a, b, equal_nan=b.dtype.kind == "f"), k
+        elif k.endswith("key_bias"):
+            assert max(np.abs(a).max(), np.abs(b).max()) < 1e-5, k
+        elif "state/" in k or k.startswith(f"{prefix}tt_"):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-4 * np.abs(b).max(), err_msg=k)
+        elif "loss" in k:
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=0, err_msg=k)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=0, err_msg=k)
+
+
 def _renamed(key: str, got: dict[str, np.ndarray]) -> str:
     if key in got:
         return key
@@ -227,28 +261,18 @@ def test_golden_cases_exercise_what_they_claim() -> None:
 
 
 def test_sparse_majority_reduced_quick_sweep_trains_identically() -> None:
-    """The engine's whole output on the TT quick protocol (Adam, batch 128, float32)."""
-    _assert_same(_sm_train_outputs(), np.load(SM_GOLDEN), prefix="train/")
+    """The engine's whole output on the TT quick protocol (Adam, batch 128, float32): the same
+    epochs, stops and accuracies, losses and weights to round-off (module docstring)."""
+    _assert_sm_close(_sm_train_outputs(), np.load(SM_GOLDEN), prefix="train/")
 
 
 def test_sparse_majority_reduced_quick_sweep_is_unchanged() -> None:
     """Every number the experiment stores (metrics, epochs, seeds, TT matrices, token norm
-    bounds) bitwise; norms that the refactored norm table recomputes (under a new name, with a
-    different summation order) to 1e-12 relative."""
+    bounds, norms, some under new names) to the tolerances of the module docstring."""
     want = np.load(SM_GOLDEN)
     got = _sm_run_outputs()
-    keys = [k for k in want.files if k.startswith("run/")]
-    same = [k for k in keys if k in got]
-    assert {"run/val_loss", "run/best_epoch", "run/stopped_epoch", "run/tt_W_QK"} <= set(same)
-    for k in same:
-        a = np.asarray(got[k])
-        assert a.shape == want[k].shape and a.dtype == want[k].dtype, k
-        assert np.array_equal(a, want[k], equal_nan=a.dtype.kind == "f"), k
-    for k in keys:
-        if k not in got:
-            new = _renamed(k, got)
-            assert new in got, f"{k} (or {new}) is no longer stored"
-            np.testing.assert_allclose(got[new], want[k], rtol=1e-12, atol=0, err_msg=k)
+    assert {"run/val_loss", "run/best_epoch", "run/stopped_epoch", "run/tt_W_QK"} <= set(got)
+    _assert_sm_close(got, want, prefix="run/")
 
 
 if __name__ == "__main__":  # write the fixtures (only against the engine they pin down)
