@@ -81,28 +81,42 @@ def test_quick_workloads_build(name: str) -> None:
 
 def test_calibrated_estimate_of_a_unit_is_within_2x_of_its_real_run(tmp_path) -> None:
     """Calibrated on one unit that really ran (its stored wall time), the estimate of the
-    next unit is within a factor 2 of that unit's real run on this machine."""
-    from genbounds.estimates import calibration, unit_seconds
-    from genbounds.results import ResultStore
+    next unit is within a factor 2 of that unit's real run on this machine. Each unit runs
+    twice and keeps its faster time: on a shared machine a burst of load in one run would
+    otherwise decide the ratio."""
+    import os
 
+    from genbounds.estimates import calibration, unit_seconds
+    from genbounds.results import ResultStore, describe_device
+
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load > 2 * cpus:  # times of one run then vary 5x within a minute (measured: issue #17)
+        pytest.skip(f"load average {load:.0f} on {cpus} CPUs: wall times are not comparable")
     exp = get_experiment("sparse_majority")
     cfg = dataclasses.replace(tiny(15), T_values=(9, 18))
     units = exp.units(cfg)
+
+    def best_of_two(unit):  # type: ignore[no-untyped-def]
+        times, out = [], None
+        for _ in range(2):
+            t0 = time.perf_counter()
+            out = run(unit)
+            times.append(time.perf_counter() - t0)
+        return out, min(times)
+
     store = ResultStore(tmp_path, namespace="quick")
     nonfinite, text = exp.declared()
-    first = store.run(units[0], lambda u: run(u), device="cpu", code_modules=exp.code,
-                      nonfinite=nonfinite, text=text)
+    out0, wall0 = best_of_two(units[0])
+    store.save(units[0], out0, device=describe_device("cpu"), wall_time_s=wall0,
+               code_modules=exp.code, nonfinite=nonfinite, text=text)
     raw = unit_seconds("sparse_majority", cfg)
     assert raw is not None
     factor = calibration("sparse_majority", cfg, store, raw)
     assert factor is not None and factor[1] == 1
     calibrated = unit_seconds("sparse_majority", cfg, store)
     assert calibrated is not None
-    t0 = time.perf_counter()
-    out = run(units[1])
-    wall = time.perf_counter() - t0
-    assert (out["epochs_trained"] == cfg.max_epochs).all()  # the cap is the real epoch count
+    out1, wall = best_of_two(units[1])
+    assert (out1["epochs_trained"] == cfg.max_epochs).all()  # the cap is the real epoch count
     print(f"unit T=18: real {wall:.2f} s, calibrated estimate {calibrated[1]:.2f} s, "
-          f"uncalibrated {raw[1]:.2f} s (factor {factor[0]:.2f}; unit T=9 ran "
-          f"{first.wall_time_s:.2f} s)")
+          f"uncalibrated {raw[1]:.2f} s (factor {factor[0]:.2f}; unit T=9 ran {wall0:.2f} s)")
     assert calibrated[1] / 2 < wall < 2 * calibrated[1], (calibrated[1], wall, raw[1])
