@@ -21,6 +21,8 @@ the ratio is, if anything, understated.
 Usage::
 
     .venv/bin/python tools/bench_sparse_majority.py --T 20 --K 50 --repeats 7 --out out.json
+    .venv/bin/python tools/bench_sparse_majority.py --table out.json ...   # markdown rows
+    .venv/bin/python tools/bench_sparse_majority.py --profile              # torch.profiler
 """
 
 from __future__ import annotations
@@ -136,6 +138,51 @@ def measure(T: int = 20, K: int = 50, repeats: int = 7, target_s: float = 2.0,
     }
 
 
+def profile(T: int = 20, K: int = 50, epochs: int = 10, threads: int = 1,
+            rows: int = 12) -> str:
+    """``torch.profiler`` table (self CPU time, grouped by operator and input shapes) of
+    ``epochs`` engine epochs at ``(T, K)``: where the time of the batched path goes."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    torch.set_num_threads(threads)
+    batch = make_sparse_majority_batch(T, list(range(K)), n_train=N_TRAIN, n_val=10, s=S, d=D,
+                                       val_tokens=False)
+    model = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K)))
+    model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
+    Xb, yb = batch.bits_train.to(torch.float32), batch.y_train
+
+    def run(n: int) -> None:
+        cfg = TrainConfig(lr=0.01, momentum=0.9, batch_size=BATCH, max_epochs=n,
+                          select_best="last", device="cpu")
+        train_ensemble(model, Xb, yb, loss="bce_logits_onehot", config=cfg, checkpoint=False)
+
+    run(2)
+    with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        run(epochs)
+    return str(prof.key_averages(group_by_input_shape=True).table(
+        sort_by="self_cpu_time_total", row_limit=rows, max_name_column_width=28,
+        max_shapes_column_width=60))
+
+
+def table(paths: list[str]) -> str:
+    """Markdown rows (label = file name) of saved measurements: the numbers as measured."""
+    lines = ["| run | T | K | started (UTC) | load before → after | plain | engine | "
+             "ratio median (min–max, pairs) |", "|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        with open(path) as fh:
+            r = json.load(fh)
+        lb = r["uptime_before"].split("load average:")[1].split(",")[0].strip()
+        la = r["uptime_after"].split("load average:")[1].split(",")[0].strip()
+        lines.append(
+            f"| {os.path.basename(path).removesuffix('.json')} | {r['T']} | {r['K']} | "
+            f"{r['started_utc'][11:16]} | {lb} → {la} | "
+            f"{r['plain_model_epochs_per_s_median']:.1f} | "
+            f"{r['engine_model_epochs_per_s_median']:.1f} | {r['ratio_median']:.1f} "
+            f"({r['ratio_min']:.1f}–{r['ratio_max']:.1f}, {r['repeats']}) |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--T", type=int, default=20)
@@ -144,7 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-s", type=float, default=2.0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--profile", action="store_true",
+                    help="print the torch.profiler table of 10 engine epochs and exit")
+    ap.add_argument("--table", nargs="+", default=None,
+                    help="print saved --out files as markdown rows and exit")
     a = ap.parse_args(argv)
+    if a.table:
+        print(table(a.table))
+        return 0
+    if a.profile:
+        print(profile(a.T, a.K, threads=a.threads))
+        return 0
     res = measure(a.T, a.K, a.repeats, a.target_s, a.threads)
     for i, r in enumerate(res["pairs"]):
         print(f"pair {i}: plain {r['plain_s_per_model_epoch'] * 1e3:.1f} ms/model-epoch, "
