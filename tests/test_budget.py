@@ -195,3 +195,12 @@ def test_paper_results_are_kept_and_warned_not_recomputed(tmp_path, fake, monkey
     RUN["epochs"].clear()
     assert all(r.fresh for r in reproduce(exp, "quick", store=quick))
     assert not (tmp_path / "_replaced" / "quick").exists() and quick.replaced == []
+
+
+def test_progress_bar_shows_the_estimated_time_left(tmp_path, fake, capsys) -> None:
+    exp, clock = fake
+    report = sweep(exp, "quick", store=ResultStore(tmp_path, "quick"), progress=True)
+    assert report.complete
+    err = capsys.readouterr().err
+    # the estimate is 6 s per unit (the experiment's own, split over its 3 units)
+    assert "units" in err and "3/3" in err and "~0.1 min left" in err and "Step(n=" in err
