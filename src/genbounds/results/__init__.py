@@ -27,7 +27,15 @@ What the store guarantees, and where (see :mod:`genbounds.results.files` for the
   leave a torn or mixed pair, and two asking for the same unit compute it once.
 * **Nothing stale is shown silently.** A result made by different code (its *code fingerprint*
   over the modules the experiment runs, :func:`code_fingerprint`, differs) is recomputed,
-  reported with a :class:`StaleResultWarning`, or refused, as the caller chooses.
+  reported with a :class:`StaleResultWarning` (and ``stale=True``), or refused, as the caller
+  chooses; by default recomputed at quick scale and kept with a warning at paper scale, where a
+  result recomputed over is moved to ``<root>/_replaced/`` first, never overwritten.
+* **Nothing outside the store is touched.** Every file is checked to be a regular file inside
+  the store before it is opened (a FIFO is never opened, a symbolic link out of the root never
+  followed); a stray name, a file where a directory belongs, a missing record checksum, an
+  unreadable file are damage like any other. Files get ``0o666`` less the umask.
+* **Arrays are numbers.** NaN, inf and strings are refused unless declared (``nonfinite=``,
+  ``text=``; the record lists the ``nonfinite`` arrays, :attr:`StoredResult.nonfinite`).
 
 ``python -m genbounds store check|repair`` (:func:`store_main`) is the command-line side.
 """
@@ -51,7 +59,14 @@ from genbounds.results.provenance import (
     code_modules_of,
     describe_device,
 )
-from genbounds.results.repair import Repair, check_store, quarantine, repair_store
+from genbounds.results.repair import (
+    Repair,
+    check_namespace,
+    check_store,
+    checkpoints_in_progress,
+    quarantine,
+    repair_store,
+)
 from genbounds.results.store import (
     OnCodeChange,
     ResultStore,
@@ -71,7 +86,9 @@ __all__ = [
     "StaleResultError",
     "StaleResultWarning",
     "StoredResult",
+    "check_namespace",
     "check_store",
+    "checkpoints_in_progress",
     "code_fingerprint",
     "code_modules_of",
     "config_hash",
