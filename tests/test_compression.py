@@ -58,7 +58,9 @@ def test_zigzag_and_quantise() -> None:
 def test_code_length_counts_every_part() -> None:
     s = np.array([0, 1, -1, 0, 0, 2])
     parts = cp.code_length_bits(s, 4)
-    assert parts["seed"] == cp.SEED_BITS
+    assert parts["seed"] == 1 and cp.code_length_bits(s, 4, seed_index=6)["seed"] == 6
+    assert parts["step"] == cp.elias_omega_length(9)
+    assert cp.code_length_bits(s, -3)["step"] == cp.elias_omega_length(6)
     assert parts["total"] == sum(v for k, v in parts.items() if k != "total")
     assert parts["coordinates"] == math.ceil(cp.laplace_code_length_bits(s + 1, 4)) + 1
 

@@ -11,9 +11,11 @@ point-mass posterior) certifies the **deterministic** compressed network:
 What the code contains (:func:`code_length_bits`), in order:
 
 1. the subspace dimension ``d`` (Elias omega code of ``d``);
-2. the seed of the projection ``P`` and of ``theta_0`` -- a fixed 32-bit field;
-3. the quantisation step, an index ``j`` into the fixed ladder ``step_j = 2^{-j/4}`` (Elias
-   omega of ``j + 1``);
+2. the index ``k >= 0`` of the random draw of the projection ``P`` and of ``theta_0`` (the
+   decoder regenerates both from ``k`` and the fixed root seed: Elias omega of ``k + 1``; a
+   search over several draws is paid for here);
+3. the quantisation step, an integer ``j`` into the fixed ladder ``step_j = 2^{-j/4}`` (Elias
+   omega of ``zigzag(j) + 1``);
 4. the alphabet: the smallest integer (Elias omega of its zig-zag code plus one) and the number of
    levels ``A`` (Elias omega);
 5. the ``d`` quantised coordinates, arithmetic coded with the adaptive Laplace model
@@ -38,7 +40,6 @@ from genbounds.bounds.registry import Bound, BoundKind, BoundValue, Verdict, reg
 from genbounds.validation import check_int, check_nonnegative, check_probability
 
 __all__ = [
-    "SEED_BITS",
     "code_length_bits",
     "elias_omega_length",
     "laplace_code_length_bits",
@@ -47,10 +48,6 @@ __all__ = [
     "step_from_index",
     "zigzag",
 ]
-
-#: Bits of the fixed-length field that holds the projection / initialisation seed.
-SEED_BITS: int = 32
-
 
 def elias_omega_length(k: int) -> int:
     """Length in bits of Elias's (1975) omega code of the integer ``k >= 1`` (prefix free)."""
@@ -72,9 +69,10 @@ def zigzag(v: int) -> int:
 
 
 def step_from_index(j: int) -> float:
-    """The quantisation step of ladder index ``j >= 0``: ``2^{-j/4}``."""
-    jj = check_int(j, "j", minimum=0)
-    return float(2.0 ** (-jj / 4.0))
+    """The quantisation step of ladder index ``j`` (any integer): ``2^{-j/4}``."""
+    if not isinstance(j, int | np.integer) or isinstance(j, bool):
+        raise ValueError(f"j must be an integer, got {j!r}")
+    return float(2.0 ** (-int(j) / 4.0))
 
 
 def quantise(z: np.ndarray, step_index: int) -> np.ndarray:
@@ -102,18 +100,21 @@ def laplace_code_length_bits(symbols: Sequence[int] | np.ndarray, alphabet: int)
     return bits
 
 
-def code_length_bits(symbols: Sequence[int] | np.ndarray, step_index: int) -> dict[str, float]:
+def code_length_bits(symbols: Sequence[int] | np.ndarray, step_index: int,
+                     seed_index: int = 0) -> dict[str, float]:
     """The length in bits of the whole prefix-free code of a compressed predictor, by part."""
     s = np.asarray(symbols)
     if s.ndim != 1 or s.size == 0 or not np.issubdtype(s.dtype, np.integer):
         raise ValueError("symbols must be a non-empty integer vector")
-    j = check_int(step_index, "step_index", minimum=0)
+    if not isinstance(step_index, int | np.integer) or isinstance(step_index, bool):
+        raise ValueError(f"step_index must be an integer, got {step_index!r}")
+    k = check_int(seed_index, "seed_index", minimum=0)
     lo, hi = int(s.min()), int(s.max())
     A = hi - lo + 1
     parts = {
         "dimension": float(elias_omega_length(int(s.size))),
-        "seed": float(SEED_BITS),
-        "step": float(elias_omega_length(j + 1)),
+        "seed": float(elias_omega_length(k + 1)),
+        "step": float(elias_omega_length(zigzag(int(step_index)) + 1)),
         "alphabet": float(elias_omega_length(zigzag(lo) + 1) + elias_omega_length(A)),
         "coordinates": float(math.ceil(laplace_code_length_bits(s - lo, A)) + 1),
     }

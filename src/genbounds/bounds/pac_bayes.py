@@ -183,10 +183,10 @@ def gaussian_kl(mu: np.ndarray, sigma: np.ndarray, mu0: np.ndarray, prior_var: f
 
 
 #: The number of prior variances of the default grid (Dziugaite & Roy's union bound).
-PRIOR_GRID_SIZE: int = 16
+PRIOR_GRID_SIZE: int = 32
 
 
-def prior_variance_grid(c: float = 0.1, b: int = 2, size: int = PRIOR_GRID_SIZE) -> np.ndarray:
+def prior_variance_grid(c: float = 1.0, b: int = 2, size: int = PRIOR_GRID_SIZE) -> np.ndarray:
     """``lam_j = c exp(-j / b)`` for ``j = 0, ..., size-1``: the discrete prior variances over
     which a certificate takes a union bound (Dziugaite & Roy 2017, Sec. 4, with a finite grid:
     each variance costs ``log(size)`` nats)."""
