@@ -204,3 +204,52 @@ def test_progress_bar_shows_the_estimated_time_left(tmp_path, fake, capsys) -> N
     err = capsys.readouterr().err
     # the estimate is 6 s per unit (the experiment's own, split over its 3 units)
     assert "units" in err and "3/3" in err and "~0.1 min left" in err and "Step(n=" in err
+
+
+@dataclass(frozen=True)
+class EngineUnit:
+    PROTOCOL_VERSION: ClassVar[int] = 1
+    seed: int
+
+
+def engine_unit(u: EngineUnit, progress: bool) -> dict[str, Any]:
+    """A unit that trains through the engine (which honours the checkpoint protocol itself)."""
+    import torch
+
+    from genbounds.models import ShallowEncoder
+    from genbounds.train import TrainConfig, train_ensemble
+
+    g = torch.Generator().manual_seed(u.seed)
+    X = torch.randn(2, 24, 4, 8, generator=g)
+    y = (torch.rand(2, 24, generator=g) < 0.5).to(torch.int64)
+    model = ShallowEncoder(8, 4, n_models=2, seeds=[u.seed, u.seed + 1])
+    cfg = TrainConfig(optimizer="sgd", lr=0.05, momentum=0.9, batch_size=8, max_epochs=6,
+                      select_best="last", device="cpu")
+    res = train_ensemble(model, X, y, loss="bce_logits", config=cfg, seed=[u.seed, u.seed])
+    params = torch.cat([p.detach().reshape(2, -1) for p in model.parameters()], dim=1)
+    return {"train_loss": np.asarray(res.metrics["train_loss"]), "params": params.numpy()}
+
+
+def test_the_engine_stops_at_the_deadline_and_resumes_bitwise(tmp_path, fake,
+                                                              monkeypatch) -> None:
+    _, clock = fake
+
+    def ticking() -> float:  # every look at the clock costs 0.1 s of fake time
+        clock.now += 0.1
+        return clock.now
+
+    monkeypatch.setattr(ckpt_module, "time", types.SimpleNamespace(monotonic=ticking))
+    exp = Experiment(name="fake_engine", chapter="x.md", description="x",
+                     config=lambda scale: (3, 4), units=lambda cfg: [EngineUnit(s) for s in cfg],
+                     run_unit=engine_unit, code=("genbounds.train",), resumable=True)
+    reference = reproduce(exp, "quick", store=ResultStore(tmp_path / "ref", "quick"))
+    store = ResultStore(tmp_path / "s", "quick")
+    report = sweep(exp, "quick", store=store, deadline=clock.now + 1.0)
+    ((unit, epoch, total, path),) = report.in_progress
+    assert unit == EngineUnit(3) and 1 <= epoch < 6 and total == 6 and path.is_file()
+    assert report.done == [] and report.left == [EngineUnit(4)]
+    done = reproduce(exp, "quick", store=store)
+    for a, b in zip(done, reference, strict=True):
+        for key in ("train_loss", "params"):
+            np.testing.assert_array_equal(a.arrays[key], b.arrays[key])
+    assert not path.exists()

@@ -493,13 +493,21 @@ def _write_progress(checkpoint: Path, epoch: int, total: int | None) -> None:
 
 
 def read_progress(checkpoint: Path) -> tuple[int, int | None] | None:
-    """``(epoch, total)`` recorded next to a checkpoint, or ``None``."""
+    """``(epoch, total)`` recorded next to a checkpoint (else read from the checkpoint itself,
+    :meth:`UnitCheckpoint.progress <genbounds.train.checkpoint.UnitCheckpoint.progress>`), or
+    ``None``."""
     import json
 
     try:
         data = json.loads(_progress_path(checkpoint).read_text())
         return int(data["epoch"]), (None if data["total"] is None else int(data["total"]))
     except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        from genbounds.train.checkpoint import UnitCheckpoint
+
+        return UnitCheckpoint(path=checkpoint).progress()
+    except Exception:  # an unreadable checkpoint: its epoch is unknown  # noqa: BLE001
         return None
 
 
