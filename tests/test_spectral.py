@@ -454,3 +454,127 @@ def test_low_precision_integer_and_bool_inputs_are_upcast(kind: str) -> None:
             assert got.dtype == torch.float64
         else:
             assert np.asarray(got).dtype == np.float64
+
+
+# ------------------------------------------------------------------------ bad input (issue #17)
+_RATIOS = (sp.effective_rank, sp.stable_rank, sp.nuclear_rank_ratio, sp.participation_ratio)
+_NORMS = (sp.frobenius_norm, sp.nuclear_norm, sp.operator_norm, sp.singular_values)
+
+
+@pytest.mark.parametrize("bad", [True, np.array([0.5]), float("nan"), "0.5", None, -0.1],
+                         ids=repr)
+def test_bad_scalar_arguments_raise_naming_them(bad) -> None:  # noqa: ANN001
+    A = np.eye(3)
+    for call, name in ((lambda: sp.effective_rank(A, eps=bad), "eps"),
+                       (lambda: sp.energy_rank(A, fraction=bad), "fraction"),
+                       (lambda: sp.rank_measures(A, fraction=bad), "fraction"),
+                       (lambda: sp.schatten_norm(A, p=bad), "p"),
+                       (lambda: sp.mixed_norm(A, q=bad, p=1), "q"),
+                       (lambda: sp.induced_norm(A, q=1, p=bad), "p")):
+        with pytest.raises(ValueError, match=rf"^{name} "):
+            call()
+    if bad is not None:  # tol=None is the default threshold
+        with pytest.raises(ValueError, match=r"^tol "):
+            sp.numerical_rank(A, tol=bad)
+
+
+def test_numpy_scalar_arguments_are_accepted() -> None:
+    A = np.diag([3.0, 1.0, 1e-3])
+    assert sp.effective_rank(A, eps=np.float32(0.01)) == pytest.approx(
+        sp.effective_rank(np.diag([3.0, 1.0])))
+    assert sp.numerical_rank(A, tol=np.float64(0.5)) == 2
+    assert sp.energy_rank(A, fraction=np.float64(0.5)) == 1
+
+
+@pytest.mark.parametrize("value", [1e308, -1.7e308])
+def test_largest_floats_ratios_finite_norms_raise(value: float) -> None:
+    """LAPACK returns NaN on entries near the largest float: the SVD sees A / max|A_ij|."""
+    A = np.full((3, 3), value)
+    A[0, 1] = value / 7
+    B = A / abs(value)
+    for f in _RATIOS:
+        assert f(A) == pytest.approx(f(B), rel=1e-12), f.__name__
+    assert sp.numerical_rank(A) == sp.numerical_rank(B)
+    for f in _NORMS:  # the true value exceeds the largest float: an error, never inf / NaN
+        with pytest.raises(ValueError, match="^A is too large"):
+            f(A)
+    with pytest.raises(ValueError, match="^W is too large"):
+        sp.mixed_norm(A, 1, 1)
+    with pytest.raises(ValueError, match="^tensors"):
+        sp.entrywise_l1([A])
+    assert sp.operator_norm(A / 10) == pytest.approx(sp.operator_norm(B) * (abs(value) / 10))
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    HAVE_HYPOTHESIS = True
+except ImportError:  # pragma: no cover
+    HAVE_HYPOTHESIS = False
+
+if HAVE_HYPOTHESIS:
+    @settings(max_examples=150, deadline=None)
+    @given(M=hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=3, min_side=1,
+                                                     max_side=5),
+                        elements=st.floats(-1.0, 1.0, allow_nan=False)),
+           exponent=st.integers(-300, 307))
+    def test_every_function_finite_or_raises_naming_A(M: np.ndarray, exponent: int) -> None:
+        A = M * 10.0**exponent
+        if not np.any(A):
+            with pytest.raises(ValueError, match="^A is the zero matrix"):
+                sp.effective_rank(A)
+            return
+        zero = ~np.any(A != 0, axis=(-2, -1))
+        if np.any(zero):
+            return  # a zero matrix in the batch: covered by test_zero_matrix_raises
+        rm = sp.rank_measures(A)
+        rank = np.minimum(*A.shape[-2:])
+        for k in ("erank", "nuclear_rank_ratio", "participation_ratio", "stable_rank"):
+            v = np.asarray(rm[k])
+            assert np.all(np.isfinite(v)) and np.all(v >= 1 - 1e-9) and np.all(v <= rank + 1e-9)
+        assert np.all(np.asarray(rm["stable_rank"]) <= np.asarray(rm["erank"]) + 1e-9)
+        for f in _NORMS:
+            try:
+                v = np.asarray(f(A))
+            except ValueError as exc:
+                assert str(exc).startswith("A is too large")
+                continue
+            assert np.all(np.isfinite(v)) and np.all(v >= 0)
+
+
+# ----------------------------------------------------------------------------- norms.norm_table
+def _tiny_view(scale: float = 1.0):  # noqa: ANN202
+    from genbounds.models import EdelmanTransformer
+
+    m = EdelmanTransformer(d=3, k=2, heads=1, layers=1, n_models=2, seeds=[0, 1],
+                           dtype=torch.float64)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(scale)
+    return m.view()
+
+
+def test_norm_table_bad_input_and_extreme_scales() -> None:
+    from genbounds.norms import norm_table, table_row
+
+    base = norm_table(_tiny_view())
+    big = norm_table(_tiny_view(1e200))   # squares overflow; every norm is computed scaled
+    for key in ("layer0.head0.W_V.fro", "layer0.head0.W_V.spectral", "model.l2"):
+        assert big[key] == pytest.approx(base[key] * 1e200, rel=1e-12), key
+    assert np.allclose(big["layer0.head0.W_V.erank"], base["layer0.head0.W_V.erank"])
+    with pytest.raises(ValueError, match="^view"):
+        norm_table(_tiny_view(float("nan")))
+    with pytest.raises(ValueError, match="^view"):
+        norm_table(_tiny_view(1e308))
+    with pytest.raises(ValueError, match="^view must be"):
+        norm_table("x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^extra\["):
+        norm_table(_tiny_view(), extra={"p": {"a": np.ones(3)}})
+    with pytest.raises(ValueError, match=r"^extra\["):
+        norm_table(_tiny_view(), extra={"p": {"a": "xy"}})
+    with pytest.raises(ValueError, match="^k must"):
+        table_row(base, True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^table"):
+        table_row({}, 0)

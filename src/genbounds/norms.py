@@ -41,7 +41,13 @@ import numpy as np
 import torch
 
 from genbounds.models.view import ModelView
-from genbounds.spectral import effective_rank, mixed_norm, operator_norm, stable_rank
+from genbounds.spectral import (
+    effective_rank,
+    frobenius_norm,
+    mixed_norm,
+    operator_norm,
+    stable_rank,
+)
 
 __all__ = ["MATRIX_NORMS", "NormTable", "norm_table", "table_row"]
 
@@ -51,7 +57,7 @@ NormTable = dict[str, np.ndarray]
 #: The per-matrix norms, by column suffix.
 MATRIX_NORMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "spectral": lambda M: torch.as_tensor(operator_norm(M)),
-    "fro": lambda M: torch.linalg.matrix_norm(M, ord="fro"),
+    "fro": lambda M: torch.as_tensor(frobenius_norm(M)),
     "l11": lambda M: M.abs().sum(dim=(-2, -1)),
     "l21": lambda M: torch.as_tensor(mixed_norm(M, 2, 1)),
     "l21_rows": lambda M: torch.as_tensor(mixed_norm(M.mT, 2, 1)),
@@ -59,6 +65,14 @@ MATRIX_NORMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "stable_rank": lambda M: torch.as_tensor(stable_rank(M)),
     "erank": lambda M: torch.as_tensor(effective_rank(M)),
 }
+
+
+def _l2(flat: torch.Tensor) -> torch.Tensor:
+    """Row-wise ``||.||_2`` of ``(K, P)`` computed after dividing by the largest entry (squares
+    overflow near ``1e154``)."""
+    c = flat.abs().amax(dim=1, keepdim=True)
+    c = torch.where(c > 0, c, torch.ones_like(c))
+    return c[:, 0] * torch.linalg.vector_norm(flat / c, dim=1)
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -83,26 +97,37 @@ def norm_table(
         raise ValueError(f"view must be a ModelView, got {type(view).__name__}")
     v = view.detached(torch.float64)
     K = v.n_models
+    for name, t in v.parameters.items():
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"view has non-finite weights in {name!r}: the weights diverged")
+    if extra is not None and not isinstance(extra, Mapping):
+        raise ValueError(f"extra must be a mapping of prefix -> table, got {type(extra).__name__}")
     out: NormTable = {}
     init = v.initial.matrices() if v.initial is not None else None
     for name, M in v.matrices().items():
         for suffix, fn in MATRIX_NORMS.items():
-            out[f"{name}.{suffix}"] = _np(fn(M))
+            try:
+                out[f"{name}.{suffix}"] = _np(fn(M))
+            except ValueError as exc:   # e.g. a norm above the largest float
+                raise ValueError(f"view: {name}.{suffix}: {exc}") from exc
         if init is not None:
             D = M - init[name]
-            out[f"{name}.dist_fro"] = _np(torch.linalg.matrix_norm(D, ord="fro"))
+            out[f"{name}.dist_fro"] = _np(torch.as_tensor(frobenius_norm(D)))
             out[f"{name}.dist_spectral"] = _np(torch.as_tensor(operator_norm(D)))
     flat = torch.cat([t.reshape(K, -1) for t in v.parameters.values()], dim=1)
     out["model.n_params"] = np.full(K, float(flat.shape[1]))
     out["model.l1"] = _np(flat.abs().sum(dim=1))
-    out["model.l2"] = _np(torch.linalg.vector_norm(flat, dim=1))
+    out["model.l2"] = _np(_l2(flat))
     if v.initial is not None:
         flat0 = torch.cat([t.reshape(K, -1) for t in v.initial.parameters.values()], dim=1)
-        dist = torch.linalg.vector_norm(flat - flat0, dim=1)
+        dist = _l2(flat - flat0)
         out["model.dist_l2"] = _np(dist)
-        out["model.rel_dist_l2"] = _np(dist / torch.linalg.vector_norm(flat0, dim=1))
+        out["model.rel_dist_l2"] = _np(dist / _l2(flat0))
     for prefix, table in (extra or {}).items():
         for key, arr in table.items():
+            if isinstance(arr, str) or np.asarray(arr).dtype.kind not in "iuf":
+                raise ValueError(f"extra[{prefix!r}][{key!r}] must be a numeric array of shape "
+                                 f"({K},), got {type(arr).__name__}")
             a = np.asarray(arr, dtype=np.float64)
             if a.shape != (K,):
                 raise ValueError(f"extra[{prefix!r}][{key!r}] must have shape ({K},), got "
@@ -110,12 +135,17 @@ def norm_table(
             out[f"{prefix}.{key}"] = a
     for key, a in out.items():
         if not np.all(np.isfinite(a)):
-            raise ValueError(f"norm {key!r} is not finite for some model: the weights diverged")
+            raise ValueError(f"view: norm {key!r} is not finite for some model (the weights "
+                             "diverged, or an extra table holds NaN / inf)")
     return out
 
 
 def table_row(table: Mapping[str, np.ndarray], k: int) -> dict[str, float]:
     """Model ``k``'s row of a norm table, as ``{column: float}``."""
+    if not isinstance(table, Mapping) or not table:
+        raise ValueError("table must be a non-empty mapping of column -> (K,) array")
+    if any(np.asarray(a).ndim != 1 for a in table.values()):
+        raise ValueError("table columns must be 1-d arrays of length K")
     lengths = {len(np.asarray(a)) for a in table.values()}
     if len(lengths) != 1:
         raise ValueError("table columns must all have the same length K")

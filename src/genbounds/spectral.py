@@ -55,6 +55,8 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from genbounds.validation import is_number
+
 __all__ = [
     "check_norm_index",
     "effective_rank",
@@ -124,7 +126,11 @@ def _as_matrix_batch(A: Any, name: str, dtype: Any) -> tuple[torch.Tensor, bool]
     return t, is_numpy
 
 
-def _out(x: torch.Tensor, is_numpy: bool) -> Any:
+def _out(x: torch.Tensor, is_numpy: bool, name: str | None = None) -> Any:
+    """``x`` as numpy (numpy input) or torch; with ``name``, a result that overflowed float
+    (a norm of a finite matrix above the largest float) raises ``ValueError`` naming it."""
+    if name is not None and not bool(torch.isfinite(x.detach()).all()):
+        raise ValueError(f"{name} is too large: the result overflows {x.dtype} (rescale {name})")
     if is_numpy:
         arr = x.cpu().numpy()
         return arr if arr.ndim else arr[()]
@@ -182,9 +188,14 @@ def _svdvals(t: torch.Tensor) -> torch.Tensor:
     return torch.linalg.svdvals(t)
 
 
-def _svals(A: Any, name: str, dtype: Any) -> tuple[torch.Tensor, bool]:
+def _svals(A: Any, name: str, dtype: Any) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """``(s / c, c, input_was_numpy)``: the singular values of ``A / c`` with ``c`` the largest
+    ``|entry|`` of each matrix (shape ``(..., 1)``, detached, 0 -> 1). The SVD then sees
+    entries in ``[-1, 1]``: LAPACK overflows (NaN) on matrices with entries near the largest
+    float, and scale-free quantities (ranks, ratios) never need ``c``."""
     t, is_numpy = _as_matrix_batch(A, name, dtype)
-    return _svdvals(t), is_numpy
+    c = _max_abs(t)
+    return _svdvals(t / c), c[..., 0], is_numpy
 
 
 def singular_values(A: ArrayT, *, dtype: Any = None) -> ArrayT:
@@ -201,8 +212,8 @@ def singular_values(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     -------
     Same kind as ``A``, shape ``(..., min(m, n))``.
     """
-    s, is_numpy = _svals(A, "A", dtype)
-    return _out(s, is_numpy)
+    s, c, is_numpy = _svals(A, "A", dtype)
+    return _out(c * s, is_numpy, "A")
 
 
 def effective_rank(A: ArrayT, eps: float = 0.0, *, dtype: Any = None) -> ArrayT:
@@ -244,9 +255,10 @@ def effective_rank(A: ArrayT, eps: float = 0.0, *, dtype: Any = None) -> ArrayT:
         Bad shape / non-finite entries, ``eps`` outside ``[0, 1)``, or a zero matrix (``p`` is
         undefined).
     """
-    if not isinstance(eps, int | float) or isinstance(eps, bool) or not 0.0 <= eps < 1.0:
+    if not is_number(eps) or not 0.0 <= float(eps) < 1.0:
         raise ValueError(f"eps must be a float in [0, 1), got {eps!r}")
-    s, is_numpy = _svals(A, "A", dtype)
+    eps = float(eps)
+    s, _, is_numpy = _svals(A, "A", dtype)   # erank is scale-invariant
     _require_nonzero(s, "A", "the effective rank")
     if eps > 0:
         s = torch.where(s <= eps * s[..., :1], torch.zeros_like(s), s)
@@ -265,7 +277,7 @@ def effective_rank(A: ArrayT, eps: float = 0.0, *, dtype: Any = None) -> ArrayT:
 
 def stable_rank(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     """Stable rank ``||A||_F^2 / ||A||_2^2 = sum_i s_i^2 / s_1^2`` (zero matrix -> ValueError)."""
-    s, is_numpy = _svals(A, "A", dtype)
+    s, _, is_numpy = _svals(A, "A", dtype)
     _require_nonzero(s, "A", "the stable rank")
     r = s / s[..., :1]  # rescale by s_1 first: s_i^2 over/underflows near |A| ~ 1e+-154
     return _out((r**2).sum(dim=-1), is_numpy)
@@ -279,7 +291,7 @@ def nuclear_rank_ratio(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     Roy–Vetterli effective rank, and Cauchy–Schwarz-type arguments put it above the stable rank:
     ``stable_rank <= nuclear_rank_ratio <= effective_rank <= rank``.
     """
-    s, is_numpy = _svals(A, "A", dtype)
+    s, _, is_numpy = _svals(A, "A", dtype)
     _require_nonzero(s, "A", "the nuclear rank ratio")
     r = s / s[..., :1]  # scale-free; avoids overflow / underflow of s_i^2
     return _out(r.sum(dim=-1) ** 2 / (r**2).sum(dim=-1), is_numpy)
@@ -299,18 +311,15 @@ def numerical_rank(A: ArrayT, tol: float | None = None, *, dtype: Any = None) ->
     Integer array / tensor (int64) of shape ``(...)``.
     """
     t, is_numpy = _as_matrix_batch(A, "A", dtype)
-    s = _svdvals(t)
+    c = _max_abs(t)[..., 0]
+    s = _svdvals(t / c[..., None])   # singular values of A / c (LAPACK overflows near 1e308)
     if tol is None:
         m, n = t.shape[-2:]
         thr = s[..., :1] * max(m, n) * torch.finfo(t.dtype).eps
     else:
-        if (
-            isinstance(tol, bool)
-            or not isinstance(tol, int | float)
-            or not (math.isfinite(tol) and tol >= 0)
-        ):
+        if not is_number(tol) or not (math.isfinite(float(tol)) and float(tol) >= 0):
             raise ValueError(f"tol must be a finite float >= 0 or None, got {tol!r}")
-        thr = torch.full_like(s[..., :1], float(tol))
+        thr = float(tol) / c[..., None]   # s_i(A) > tol  <=>  s_i(A / c) > tol / c
     return _out((s > thr).sum(dim=-1).to(torch.int64), is_numpy)
 
 
@@ -323,15 +332,14 @@ def participation_ratio(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     l1-normalised ``p_i`` of :func:`effective_rank`), so ``stable_rank <= participation_ratio
     <= rank``. Zero matrix -> ValueError.
     """
-    s, is_numpy = _svals(A, "A", dtype)
+    s, _, is_numpy = _svals(A, "A", dtype)
     _require_nonzero(s, "A", "the participation ratio")
     r2 = (s / s[..., :1]) ** 2
     return _out(r2.sum(dim=-1) ** 2 / (r2**2).sum(dim=-1), is_numpy)
 
 
 def _check_fraction(fraction: Any) -> float:
-    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not (
-            0.0 < float(fraction) <= 1.0):
+    if not is_number(fraction) or not 0.0 < float(fraction) <= 1.0:
         raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
     return float(fraction)
 
@@ -350,7 +358,7 @@ def energy_rank(A: ArrayT, fraction: float = 0.9, *, dtype: Any = None) -> Array
     directions hold ``fraction`` of the squared Frobenius norm. Zero matrix -> ValueError.
     """
     f = _check_fraction(fraction)
-    s, is_numpy = _svals(A, "A", dtype)
+    s, _, is_numpy = _svals(A, "A", dtype)
     _require_nonzero(s, "A", "the energy rank")
     return _out(_energy_rank_from_s(s, f), is_numpy)
 
@@ -365,7 +373,7 @@ def rank_measures(A: ArrayT, fraction: float = 0.9, *, dtype: Any = None) -> dic
     on the input's device, or LAPACK through numpy for CPU tensors without gradient).
     """
     f = _check_fraction(fraction)
-    s, is_numpy = _svals(A, "A", dtype)
+    s, c, is_numpy = _svals(A, "A", dtype)
     _require_nonzero(s, "A", "a rank measure")
     s1 = s[..., :1]
     r = s / s1
@@ -379,21 +387,23 @@ def rank_measures(A: ArrayT, fraction: float = 0.9, *, dtype: Any = None) -> dic
         "participation_ratio": r2.sum(dim=-1) ** 2 / (r2**2).sum(dim=-1),
         "stable_rank": r2.sum(dim=-1),
         "energy_rank": _energy_rank_from_s(s, f),
-        "nuclear": s1[..., 0] * r.sum(dim=-1),
-        "fro": s1[..., 0] * torch.sqrt(r2.sum(dim=-1)),
-        "op": s1[..., 0],
+        "nuclear": c[..., 0] * s1[..., 0] * r.sum(dim=-1),
+        "fro": c[..., 0] * s1[..., 0] * torch.sqrt(r2.sum(dim=-1)),
+        "op": c[..., 0] * s1[..., 0],
     }
-    return {k: _out(v, is_numpy) for k, v in out.items()}
+    return {k: _out(v, is_numpy, "A" if k in ("nuclear", "fro", "op") else None)
+            for k, v in out.items()}
 
 
 # ----------------------------------------------------------------------------- norms
 def schatten_norm(A: ArrayT, p: float, *, dtype: Any = None) -> ArrayT:
     """Schatten p-norm ``(sum_i s_i^p)^{1/p}`` for ``p`` in ``[1, inf]`` (``inf``: largest s_i)."""
     pv = check_norm_index(p, "p")
-    s, is_numpy = _svals(A, "A", dtype)
+    s, c, is_numpy = _svals(A, "A", dtype)
     if math.isinf(pv):
-        return _out(s[..., 0], is_numpy)
-    return _out(_scaled_vector_norm(s, pv, dim=(-1,), scale=s[..., :1]), is_numpy)
+        return _out(c[..., 0] * s[..., 0], is_numpy, "A")
+    val = _scaled_vector_norm(s, pv, dim=(-1,), scale=s[..., :1])
+    return _out(c[..., 0] * val, is_numpy, "A")
 
 
 def nuclear_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
@@ -404,7 +414,7 @@ def nuclear_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
 def frobenius_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
     """Frobenius norm ``||A||_F = sqrt(sum_ij A_ij^2) = sqrt(sum_i s_i^2)`` (Schatten 2)."""
     t, is_numpy = _as_matrix_batch(A, "A", dtype)
-    return _out(_scaled_vector_norm(t, 2.0, dim=(-2, -1), scale=_max_abs(t)), is_numpy)
+    return _out(_scaled_vector_norm(t, 2.0, dim=(-2, -1), scale=_max_abs(t)), is_numpy, "A")
 
 
 def operator_norm(A: ArrayT, *, dtype: Any = None) -> ArrayT:
@@ -434,7 +444,7 @@ def mixed_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
     t, is_numpy = _as_matrix_batch(W, "W", dtype)
     c = _max_abs(t)
     cols = torch.linalg.vector_norm(t / c, ord=qv, dim=-2)
-    return _out(c[..., 0, 0] * torch.linalg.vector_norm(cols, ord=pv, dim=-1), is_numpy)
+    return _out(c[..., 0, 0] * torch.linalg.vector_norm(cols, ord=pv, dim=-1), is_numpy, "W")
 
 
 def _dual(q: float) -> float:
@@ -468,13 +478,13 @@ def induced_norm(W: ArrayT, q: float, p: float, *, dtype: Any = None) -> ArrayT:
     elif math.isinf(pv):
         val = c[..., 0, 0] * torch.linalg.vector_norm(t / c, ord=_dual(qv), dim=-1).amax(dim=-1)
     elif qv == 2.0 and pv == 2.0:
-        val = _svdvals(t)[..., 0]
+        val = c[..., 0, 0] * _svdvals(t / c)[..., 0]
     else:
         raise ValueError(
             f"induced_norm has no closed form for (q, p) = ({q}, {p}); supported: q = 1, "
             "p = inf, or q = p = 2"
         )
-    return _out(val, is_numpy)
+    return _out(val, is_numpy, "W")
 
 
 def entrywise_l1(tensors: Iterable[Any]) -> float:
@@ -505,7 +515,10 @@ def entrywise_l1(tensors: Iterable[Any]) -> float:
                 raise ValueError(f"tensors[{i}] is not numeric: {type(x).__name__}") from exc
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"tensors[{i}] contains non-finite values")
-        total += float(np.abs(arr).sum())
+        with np.errstate(over="ignore"):
+            total += float(np.abs(arr).sum())
     if count == 0:
         raise ValueError("tensors must contain at least one array")
+    if not math.isfinite(total):
+        raise ValueError("tensors: the sum of |entries| overflows float64")
     return total

@@ -15,9 +15,11 @@ The bounds of :mod:`genbounds.bounds.effective_rank` need, per model,
   constant the paper leaves unspecified);
 * sizes: ``m`` training samples, ``n`` tokens (rows of ``A``, [CLS] included).
 
-:func:`dhingra_columns` computes them for an :class:`~genbounds.models.EdelmanTransformer`
-(the only family for which the sensitivity matrices are implemented) and returns them under the
-prefix ``dhingra.``; :func:`dhingra_quantities` is the registered quantities adapter: it reads
+:func:`dhingra_columns` computes them for any model that returns its attention maps on given
+inputs (:class:`~genbounds.models.view.AttentionModel`; in this book the
+:class:`~genbounds.models.EdelmanTransformer`) and returns them under the prefix ``dhingra.``;
+the model is read through that protocol and its weight view, never through its class.
+:func:`dhingra_quantities` is the registered quantities adapter: it reads
 those columns from a stored row, or raises :class:`~genbounds.bounds.registry.NotApplicable`
 saying which column / family is missing.
 
@@ -34,15 +36,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from genbounds.bounds.effective_rank import (
-    PAPER,
-    edelman_forward,
-    sensitivity_matrices,
-    value_path_lipschitz,
-)
+from genbounds.bounds.effective_rank import PAPER, sensitivity_matrices, value_path_lipschitz
 from genbounds.bounds.registry import Bound, NotApplicable, register_quantities
-from genbounds.models import EdelmanTransformer
+from genbounds.models.view import AttentionModel
 from genbounds.spectral import rank_measures
+from genbounds.validation import check_int, check_number
 
 __all__ = ["COLUMNS", "PREFIX", "dhingra_columns", "dhingra_quantities"]
 
@@ -53,28 +51,29 @@ COLUMNS: dict[str, str] = {"R": "erank_max", "Z_op_mean": "Z_op_mean",
                            "Z_op_max": "Z_op_max", "L_tot": "L_value_path"}
 
 
-def dhingra_columns(model: EdelmanTransformer, X: torch.Tensor) -> dict[str, np.ndarray]:
+def dhingra_columns(model: AttentionModel, X: torch.Tensor) -> dict[str, np.ndarray]:
     """Dhingra's quantities of the ``K`` models on their inputs ``X`` ``(K, m, T, d)``.
 
     Returns ``{"dhingra.erank_max", "dhingra.erank_mean", "dhingra.Z_op_mean",
     "dhingra.Z_op_max", "dhingra.L_value_path"}``, each of shape ``(K,)``: effective ranks of
-    every attention matrix (every layer, head and input), the operator norms of the sensitivity
-    matrices summed over layers and heads (mean / max over inputs), and the value-path
-    Lipschitz estimate of the weights.
+    every attention matrix (every layer, head and input, from ``model.attention_maps(X)``), the
+    operator norms of the sensitivity matrices summed over layers and heads (mean / max over
+    inputs), and the value-path Lipschitz estimate of the weights.
     """
-    if not isinstance(model, EdelmanTransformer):
-        raise ValueError(f"model must be an EdelmanTransformer, got {type(model).__name__}")
+    if not isinstance(model, AttentionModel):
+        raise ValueError("model must return its attention maps (genbounds.models.view."
+                         f"AttentionModel), got {type(model).__name__}")
     if not isinstance(X, torch.Tensor) or X.ndim != 4 or X.shape[0] != model.n_models:
         raise ValueError(f"X must be a tensor of shape (K={model.n_models}, m, T, d), got "
                          f"{getattr(X, 'shape', None)}")
+    if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+        raise ValueError("X contains non-finite values")
     K = model.n_models
     with torch.no_grad():
-        _, A = edelman_forward(model, X)
-    er = torch.stack([rank_measures(a.detach().to(torch.float64))["erank"].reshape(K, -1)
-                      for a in A], dim=1).reshape(K, -1)
-    Zs = sensitivity_matrices(model, X)
-    Z = torch.stack(Zs, dim=1).to(torch.float64)  # (K, L, m, heads, T, T)
-    op = torch.linalg.matrix_norm(Z, ord=2).sum(dim=(1, 3))  # (K, m)
+        A = model.attention_maps(X)                               # (K, L, m, H, T, T)
+    er = rank_measures(A.detach().to(torch.float64))["erank"].reshape(K, -1)
+    Z = sensitivity_matrices(model, X).to(torch.float64)        # (K, L, m, H, T, T)
+    op = torch.linalg.matrix_norm(Z, ord=2).sum(dim=(1, 3))     # (K, m)
     return {PREFIX + "erank_max": er.amax(dim=1).cpu().numpy(),
             PREFIX + "erank_mean": er.mean(dim=1).cpu().numpy(),
             PREFIX + "Z_op_mean": op.mean(dim=1).cpu().numpy(),
@@ -89,6 +88,10 @@ def dhingra_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> di
     ``context`` needs ``"bound"`` (the :class:`~genbounds.bounds.registry.Bound`), ``"family"``,
     ``"m"`` (training samples) and ``"T"`` (tokens per input, [CLS] included).
     """
+    if not isinstance(row, Mapping):
+        raise ValueError(f"row must be a mapping of stored columns, got {type(row).__name__}")
+    if not isinstance(context, Mapping) or not isinstance(context.get("bound"), Bound):
+        raise ValueError("context must be a mapping with a Bound under 'bound'")
     bound: Bound = context["bound"]
     family = context.get("family")
     missing = [PREFIX + COLUMNS[q] for q in bound.needs if q in COLUMNS
@@ -100,11 +103,11 @@ def dhingra_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> di
     out: dict[str, Any] = {}
     for q in bound.needs:
         if q in COLUMNS:
-            out[q] = float(row[PREFIX + COLUMNS[q]])
+            out[q] = check_number(row[PREFIX + COLUMNS[q]], f"row[{PREFIX + COLUMNS[q]!r}]")
         elif q == "m":
-            out[q] = int(context["m"])
+            out[q] = check_int(context.get("m"), "context['m']")
         elif q == "n":
-            out[q] = int(context["T"])
+            out[q] = check_int(context.get("T"), "context['T']")
         else:
             raise NotApplicable(f"quantity {q!r} of {bound.key} is not mapped")
     return out

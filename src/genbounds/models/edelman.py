@@ -98,10 +98,14 @@ class EdelmanTransformer(Ensemble):
     W_c: nn.Parameter
     w: nn.Parameter
 
-    def _layer(self, Y: torch.Tensor, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _layer(self, Y: torch.Tensor, i: int, A: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``i`` on ``Y`` ``(K, B, T, d)``; returns ``(Y_next, A)`` with ``A`` the
+        row-stochastic attention ``(K, B, heads, T, T)``, or the given ``A`` put in its place."""
         sigma = ACTIVATIONS[self.activation]
-        S = torch.einsum("kbtd,khde,kbse->kbhts", Y, self.W_QK[:, i], Y)
-        A = torch.softmax(S, dim=-1)
+        if A is None:
+            S = torch.einsum("kbtd,khde,kbse->kbhts", Y, self.W_QK[:, i], Y)
+            A = torch.softmax(S, dim=-1)
         Fh = torch.einsum("kbhts,kbsd,khde->kbhte", A, Y, self.W_v[:, i])
         G = torch.einsum("kbhte,khed->kbtd", sigma(project_rows_to_unit_ball(Fh)), self.W_c[:, i])
         return project_rows_to_unit_ball(G), A
@@ -128,12 +132,51 @@ class EdelmanTransformer(Ensemble):
     def attention(self, X: torch.Tensor, layer: int = 0) -> torch.Tensor:
         """Row-stochastic attention of layer ``layer`` (0-based): ``(K, B, heads, T, T)``."""
         self._check_input(X)
-        if not isinstance(layer, int) or not 0 <= layer < self.layers:
+        if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < self.layers:
             raise ValueError(f"layer must be in [0, {self.layers}), got {layer!r}")
         Y = X
         for i in range(layer):
             Y, _ = self._layer(Y, i)
         return self._layer(Y, layer)[1]
+
+    def attention_maps(self, X: torch.Tensor) -> torch.Tensor:
+        """Every attention matrix of the inputs ``X`` ``(K, B, T, d)``, from one forward pass.
+
+        Returns ``(K, L, B, heads, T, T)``: entry ``[k, l, b, h]`` is the row-stochastic
+        attention matrix of model ``k``, layer ``l``, head ``h`` on input ``b`` (rows are
+        queries). These are the matrices :meth:`forward` uses (the same layer code computes
+        both), so ``output_with_attention(X, attention_maps(X))`` equals ``forward(X)``.
+        The attention-maps contract of :class:`genbounds.models.view.AttentionModel`.
+        """
+        _, _, T = self._check_input(X)
+        self._check_cls(T)
+        Y, maps = X, []
+        for i in range(self.layers):
+            Y, A = self._layer(Y, i)
+            maps.append(A)
+        return torch.stack(maps, dim=1)
+
+    def output_with_attention(self, X: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+        """The scalar outputs ``(K, B)`` with every attention matrix replaced by ``attention``.
+
+        ``attention`` has the shape of :meth:`attention_maps` ``(K, L, B, heads, T, T)``; the
+        rest of the forward pass (values, projections, activation, read-out) is unchanged, so
+        the derivative of the output with respect to ``attention`` is the sensitivity of ``f``
+        to its attention matrices (Dhingra's ``Z = df/dA``).
+        """
+        K, B, T = self._check_input(X)
+        self._check_cls(T)
+        shape = (K, self.layers, B, self.heads, T, T)
+        if not isinstance(attention, torch.Tensor) or tuple(attention.shape) != shape:
+            got = (tuple(attention.shape) if isinstance(attention, torch.Tensor)
+                   else type(attention).__name__)
+            raise ValueError(f"attention must be a tensor of shape {shape}, got {got}")
+        if not bool(torch.isfinite(attention).all()):
+            raise ValueError("attention contains non-finite values")
+        Y = X
+        for i in range(self.layers):
+            Y, _ = self._layer(Y, i, attention[:, i])
+        return torch.einsum("kbd,kd->kb", Y[:, :, self.cls_index], self.w)
 
     def view_from_parameters(self, params: Mapping[str, torch.Tensor]) -> ModelView:
         """Per layer and head: ``W_QK`` as stored (the row-convention score ``y_t W_QK y_s^T``

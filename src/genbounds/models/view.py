@@ -26,6 +26,15 @@ What a layer does with its heads (sum them, apply an activation, an MLP) is desc
 ``LayerView.combine`` in words and by the fields ``mlp`` / ``activation``; the view is a
 description of the weights, not a second implementation of the forward pass.
 
+Attention maps on inputs
+------------------------
+The view holds weights, never activations. A family whose attention matrices on given inputs
+are needed (effective ranks, sensitivities ``df/dA``) also satisfies :class:`AttentionModel`:
+``attention_maps(X)`` returns every attention matrix ``(K, L, B, H, T, T)`` of the inputs ``X``
+``(K, B, T, d)`` from the forward pass itself, and ``output_with_attention(X, A)`` the outputs
+with those matrices replaced. Bounds read these tensors through the protocol, never a model
+class.
+
 Initial weights
 ---------------
 ``model.view(initial_state=...)`` attaches the view of the same model at initialisation
@@ -37,10 +46,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import torch
 
-__all__ = ["HeadView", "LayerView", "ModelView"]
+__all__ = ["AttentionModel", "HeadView", "LayerView", "ModelView"]
 
 
 def _check_matrix(t: torch.Tensor | None, name: str, K: int) -> None:
@@ -232,3 +242,27 @@ class ModelView:
         if a.keys() != b.keys() or any(a[k].shape != b[k].shape for k in a):
             raise ValueError("initial must be a view of the same architecture (same matrices "
                              "and shapes)")
+
+
+@runtime_checkable
+class AttentionModel(Protocol):
+    """A model family that returns its attention matrices on given inputs.
+
+    ``attention_maps(X)`` maps inputs ``(K, B, T, d)`` to every row-stochastic attention matrix
+    of the forward pass, ``(K, L, B, H, T, T)`` (model, layer, input, head, query, key);
+    ``output_with_attention(X, A)`` returns the outputs ``(K, B)`` with every attention matrix
+    replaced by the given ``A`` of that shape (everything else of the forward pass unchanged),
+    so that ``output_with_attention(X, attention_maps(X))`` equals the model's output and its
+    gradient in ``A`` is the sensitivity ``df/dA``. ``view()`` is the weight view of the
+    ensemble. (:class:`genbounds.models.EdelmanTransformer` implements it.)
+    """
+
+    n_models: int
+    layers: int
+    heads: int
+
+    def attention_maps(self, X: torch.Tensor) -> torch.Tensor: ...
+
+    def output_with_attention(self, X: torch.Tensor, attention: torch.Tensor) -> torch.Tensor: ...
+
+    def view(self, initial_state: Mapping[str, torch.Tensor] | None = None) -> ModelView: ...
