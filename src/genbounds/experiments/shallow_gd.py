@@ -357,7 +357,9 @@ def _train(unit: ShallowGDUnit, model: ShallowEncoder, init: dict[str, torch.Ten
 
         bar = tqdm(total=E, desc=f"d_m={unit.d_m} N={unit.N}", leave=False)
     for e in range(1, E + 1):
-        res = train_ensemble(model, Xk, yk, loss="bce_logits", config=cfg)
+        # checkpoint=False: one engine call per epoch is not a checkpoint stage each (a unit
+        # checkpoint would keep every epoch's TrainResult; the unit is short and not resumable)
+        res = train_ensemble(model, Xk, yk, loss="bce_logits", config=cfg, checkpoint=False)
         if e == 1:  # the engine's memory plan, measured once, then pinned (no probe per call)
             cfg = dataclasses.replace(cfg, micro_batch_size=res.micro_batch_size,
                                       eval_batch_size=res.eval_batch_size)
