@@ -10,7 +10,8 @@ experiment brings its own ``estimate``). How the numbers come about:
    forward FLOPs per sample are *counted* with
    :class:`torch.utils.flop_counter.FlopCounterMode` on the real model (no formula to get
    wrong).
-2. **Rates, measured now.** For the units with the largest and the smallest forward cost per
+2. **Rates, measured now.** (One unit only when all are within :data:`SAME_RATES` of each
+   other in FLOPs per sample.) For the units with the largest and the smallest forward cost per
    sample, the engine itself (:func:`genbounds.train.train_ensemble`, the unit's batch size,
    1 and 3 epochs on a calibration set of ``n_cal`` samples, and 3 epochs on a quarter of it)
    and the no-grad evaluation (:func:`genbounds.train.evaluate_models`) are timed on the
@@ -23,6 +24,13 @@ experiment brings its own ``estimate``). How the numbers come about:
    momentum, kept, initial, one temporary) + the activations of one micro-batch, from the
    engine's own probe (:func:`genbounds.train.memory.activation_bytes_per_sample`), capped by
    the engine's memory budget (half the free memory) like the engine caps it.
+
+4. **Calibration on units that ran.** Given a results store that already holds some units of
+   the config (:func:`unit_seconds`, :func:`estimate` with ``store``), every prediction is
+   multiplied by the median of measured / predicted wall time over the stored units that ran
+   on the same kind of device (:func:`calibration`); the command line and the time budget of
+   ``reproduce`` estimate the missing units this way. Uncalibrated, the model errs by up to
+   10x at quick scale, more on a loaded machine (issue #17).
 
 Sparse majority stops at training accuracy 1.0 or at the epoch cap; the estimate is therefore
 an **upper bound** at the cap, and its note quotes the measured number of epochs runs needed
@@ -56,8 +64,8 @@ from genbounds.train import (
 )
 from genbounds.train.memory import activation_bytes_per_sample, available_memory_bytes
 
-__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "Workload", "estimate", "forward_flops",
-           "calibration", "matmul_gflops", "unit_seconds", "workloads"]
+__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "SAME_RATES", "Workload", "calibration",
+           "estimate", "forward_flops", "matmul_gflops", "unit_seconds", "workloads"]
 
 #: Measured at the authors' protocol on the 2-core CPU (2026-11-26, load average 6-10,
 #: ``genbounds-bench --sections fit``; validation reduced to 200 samples; book/performance.md).
@@ -67,6 +75,10 @@ EPOCHS_TO_FIT: dict[int, str] = {
     200: "4 runs to 2,500 epochs: none at 1.0, none left the plateau",
 }
 
+
+#: Units whose forward FLOPs per sample are within this factor of each other are estimated from
+#: one calibrated unit (the costliest); otherwise the cheapest and the costliest are calibrated.
+SAME_RATES = 4.0
 
 #: FLOPs of one calibration pass (forward + backward of the calibration set): keeps the
 #: measurement to a fraction of a second per pass.
@@ -219,6 +231,10 @@ def _per_unit(ws: Sequence[Workload], note: str) -> tuple[list[float], Estimate]
         del m, X
     order = np.argsort(flops)
     cal_idx = sorted({int(order[0]), int(order[-1])})
+    if flops[int(order[-1])] <= SAME_RATES * max(flops[int(order[0])], 1.0):
+        # close in cost: one calibration, so that the units' predictions share one
+        # measurement (two measurements on a loaded machine can differ 5x between minutes)
+        cal_idx = [int(order[-1])]
     budget_flops = CALIBRATION_FLOPS["cuda" if dev.type == "cuda" else "cpu"]
 
     def small(i: int) -> Workload:  # a calibration set of about budget_flops per pass
