@@ -101,6 +101,15 @@ def _case_patience_exact_eval_every() -> TrainResult:
     return train_ensemble(_mha([1, 2]), X, y, Xv, yv, "cross_entropy", cfg)
 
 
+class _ProjectedEncoder(ShallowEncoder):
+    """The shallow encoder in the association the fixtures were written with (queries, keys and
+    values of width d_m first): ``ShallowEncoder.forward`` was re-associated later (commit
+    8968d60, equal to round-off), and these cases pin the engine, not the model's rounding."""
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return self.forward_projected(X)
+
+
 def _case_gd_shallow(loss: str) -> TrainResult:
     g = torch.Generator().manual_seed(0)
     X = torch.randn(2, 24, 4, 5, generator=g, dtype=F64)
@@ -113,7 +122,7 @@ def _case_gd_shallow(loss: str) -> TrainResult:
                         "mse": (2 * yv01 - 1).to(F64)}[loss]
     cfg = TrainConfig(optimizer="gd", lr=0.5, momentum=0.3, momentum_style="torch",
                       lr_decay=0.97, lr_floor=0.2, max_epochs=30)
-    model = ShallowEncoder(5, 8, n_models=2, seeds=[0, 1], dtype=F64)
+    model = _ProjectedEncoder(5, 8, n_models=2, seeds=[0, 1], dtype=F64)
     return train_ensemble(model, X, labels, Xv, yv, loss=loss, config=cfg)  # type: ignore[arg-type]
 
 
