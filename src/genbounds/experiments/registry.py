@@ -402,8 +402,8 @@ def sweep(
         "nonfinite": nonfinite, "text": text}
     report = SweepReport(e.name, scale_name, units, [None] * len(units))
     seconds: list[float | None] = [None] * len(units)
-    if (deadline is not None or progress) and (recompute or not all(store.has(u)
-                                                                    for u in units)):
+    needed = progress or (deadline is not None and not e.resumable)  # bar, or start decisions
+    if needed and (recompute or not all(store.has(u) for u in units)):
         seconds = _unit_seconds(e, cfg, units, store)  # measures rates: only if there is work
     bar = _Bar(progress and len(units) > 1, len(units), seconds)
     try:
