@@ -359,6 +359,8 @@ def _probe(fn, kwargs: dict, name: str, bad: object) -> str | None:
     printed_closed_form = kwargs.get("form") == "printed" or (isinstance(bad, str))
     if not math.isfinite(v) or (v < 0 and not printed_closed_form):
         return f"bad value {v!r}"
+    if not all(math.isfinite(x) for x in [*out.terms.values(), *out.constants.values()]):
+        return f"non-finite terms or constants {out.terms} {out.constants}"
     return None
 
 

@@ -399,7 +399,9 @@ def rademacher_one_layer(
             "B": B,
             "dudley_objective_G": res.objective,
             "delta": res.delta,
-            "delta_stationary": res.delta_stationary,
+            # absent when there is no stationary point (m <= ln(2d) + C0): terms stay finite
+            **({"delta_stationary": res.delta_stationary}
+               if math.isfinite(res.delta_stationary) else {}),
             "ln(2d)+C0_term": res.const_term,
             "covering_term": res.cover_term,
         },
@@ -826,8 +828,9 @@ def rademacher_multilayer(
         kind=BoundKind.RADEMACHER,
         value=res.value,
         terms={"A": A, "dudley_objective_G": res.objective, "delta": res.delta,
-               "delta_stationary": res.delta_stationary,
-                  "a0_term": res.const_term, "covering_term": res.cover_term},
+               **({"delta_stationary": res.delta_stationary}
+                  if math.isfinite(res.delta_stationary) else {}),
+               "a0_term": res.const_term, "covering_term": res.cover_term},
         constants={**cov.constants, "c": cv, "a0": a0v, "dudley_upper=B_w": cov.constants["B_w"],
 },
         choices=choices, regime=regime,
