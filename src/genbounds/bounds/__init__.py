@@ -15,6 +15,9 @@
   rank-based, truncation), printed and audited
 - :mod:`genbounds.bounds.effective_rank`           Dhingra (2025): the effective-rank capacity
   bound of Theorem 1, printed and audited (what the proof actually proves)
+- :mod:`genbounds.bounds.pac_bayes`                PAC-Bayes certificates (kl / McAllester /
+  Catoni, Gaussian posteriors, Monte Carlo, test-set bound) and
+  :mod:`genbounds.bounds.compression` the compression (Occam) bound (chapter 07)
 - :mod:`genbounds.bounds.measures`                 the generalization measures of Jiang et al.
   (2020) compared in the comparison chapter (kind ``MEASURE``: not bounds)
 
@@ -28,11 +31,13 @@ from __future__ import annotations
 # registers the paper's quantities), are registered by importing them here
 from genbounds.bounds import (
     baselines,
+    compression,
     effective_rank,
     effective_rank_notation,
     measures,
     offset_rademacher,
     offset_rademacher_notation,
+    pac_bayes,
     shallow_gd,
     shallow_gd_notation,
     trauger_tewari,
@@ -56,11 +61,13 @@ __all__ = [
     "BoundValue",
     "Verdict",
     "baselines",
+    "compression",
     "effective_rank",
     "effective_rank_notation",
     "measures",
     "offset_rademacher",
     "offset_rademacher_notation",
+    "pac_bayes",
     "get",
     "register",
     "registered",

@@ -11,6 +11,8 @@
 - :mod:`genbounds.experiments.effective_rank`   effective rank of trained attention and the
   Dhingra (2025) bound against measured gaps
 
+- :mod:`genbounds.experiments.certificates`     PAC-Bayes and compression certificates on the
+  book's own Transformers, against held-out error and the papers' bounds (chapter 07)
 - :mod:`genbounds.experiments.comparison`       every registered bound and measure on the same
   trained Transformers (the book's comparison chapter)
 
@@ -20,6 +22,7 @@ Importing this package registers every study; ``python -m genbounds experiments`
 from __future__ import annotations
 
 from genbounds.experiments import (
+    certificates,
     comparison,
     effective_rank,
     offset_rademacher,
@@ -40,6 +43,7 @@ from genbounds.experiments.registry import (
 __all__ = [
     "Estimate",
     "Experiment",
+    "certificates",
     "comparison",
     "concatenate",
     "effective_rank",
