@@ -344,9 +344,11 @@ def pacbayes_mag_logsum(model: nn.Module, initial_state: Mapping[str, torch.Tens
 
 # ------------------------------------------------------------------------------- registry
 def _value(key: str, value: float, terms: Mapping[str, float] | None = None,
-           constants: Mapping[str, float] | None = None) -> BoundValue:
+           constants: Mapping[str, float] | None = None, args: tuple[str, ...] = ()
+           ) -> BoundValue:
     if not math.isfinite(value):
-        raise ValueError(f"the inputs of {key} give a non-finite value ({value!r}): overflow")
+        who = ", ".join(args) if args else "the inputs"
+        raise ValueError(f"{who} of {key} give a non-finite value ({value!r}): overflow")
     return BoundValue(value, BoundKind.MEASURE, terms=terms or {}, constants=constants or {},
                       name=key, reference=f"Jiang et al. 2020, {key}")
 
@@ -395,7 +397,7 @@ def _gamma(margin: float) -> float:
 
 
 def _inverse_margin(margin: float) -> BoundValue:
-    return _value("inverse.margin", 1 / _gamma(margin) ** 2)
+    return _value("inverse.margin", 1 / _gamma(margin) ** 2, args=("margin",))
 
 
 def _log_prod_spec_margin(log_prod_spec: float, margin: float) -> BoundValue:
@@ -424,7 +426,8 @@ def _path_norm(path_norm: float) -> BoundValue:
 
 def _path_norm_margin(path_norm: float, margin: float) -> BoundValue:
     pn = check_nonnegative(path_norm, "path_norm")
-    return _value("path.norm.over.margin", pn / _gamma(margin) ** 2)
+    return _value("path.norm.over.margin", pn / _gamma(margin) ** 2,
+                  args=("path_norm", "margin"))
 
 
 def _pb_init(dist_init: float, sigma: float, m: int, offset: float,
@@ -432,8 +435,9 @@ def _pb_init(dist_init: float, sigma: float, m: int, offset: float,
     sg = check_positive(sigma, arg)
     kl = check_nonnegative(dist_init, "dist_init")**2 / (4 * sg**2)
     log_term = math.log(check_int(m, "m") / sg)
+    offset = check_number(offset, "offset")
     return _value(name, kl + log_term + offset, {"kl": kl, "log_m_over_sigma": log_term},
-                  {"offset": offset, "sigma": sg})
+                  {"offset": offset, "sigma": sg}, args=("dist_init", arg, "m", "offset"))
 
 
 def _pb_mag_init(mag_logsum: float, mag_sigma: float, m: int, offset: float,
@@ -441,18 +445,20 @@ def _pb_mag_init(mag_logsum: float, mag_sigma: float, m: int, offset: float,
     sg = check_positive(mag_sigma, "mag_sigma" + suffix)
     kl = check_number(mag_logsum, "mag_logsum" + suffix) / 4
     log_term = math.log(check_int(m, "m") / sg)
+    offset = check_number(offset, "offset")
     return _value(name, kl + log_term + offset,
                   {"kl": kl, "log_m_over_sigma": log_term}, {"offset": offset, "sigma": sg,
-                                                             "eps": JIANG_EPS})
+                                                             "eps": JIANG_EPS},
+                  args=("mag_logsum" + suffix, "mag_sigma" + suffix, "m", "offset"))
 
 
 def _pb_flat(sigma: float, name: str = "pacbayes.flatness", arg: str = "sigma") -> BoundValue:
-    return _value(name, 1 / check_positive(sigma, arg) ** 2)
+    return _value(name, 1 / check_positive(sigma, arg) ** 2, args=(arg,))
 
 
 def _pb_mag_flat(mag_sigma: float, name: str = "pacbayes.mag.flatness",
                  arg: str = "mag_sigma") -> BoundValue:
-    return _value(name, 1 / check_positive(mag_sigma, arg) ** 2)
+    return _value(name, 1 / check_positive(mag_sigma, arg) ** 2, args=(arg,))
 
 
 def _pb_init_r(dist_init: float, sigma_released: float, m: int, offset: float) -> BoundValue:
