@@ -152,12 +152,10 @@ class Experiment:
 
 
 #: Declarations for the studies registered before :attr:`Experiment.nonfinite` and
-#: :attr:`Experiment.text` existed, as found in their code (issue #17): effective rank's
-#: Spearman correlations are NaN for a constant row and its ``task`` column is text; the
-#: certificates' ``paper_risk.*`` is NaN where a paper's bound does not apply. An
+#: :attr:`Experiment.text` existed, as found in their code (issue #17): the certificates'
+#: ``paper_risk.*`` is NaN where a paper's bound does not apply. An
 #: experiment's own declaration replaces its entry here.
 DECLARED_FOR: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "effective_rank": (("*_spearman",), ("task",)),
     "certificates": (("paper_risk.*",), ()),
 }
 
