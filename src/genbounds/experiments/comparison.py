@@ -108,7 +108,8 @@ __all__ = [
     "EXPERIMENT", "FACTORS", "FAMILIES", "LI_KAPPA", "LOSS", "TASKS", "TASK_FAMILY", "TASK_LOSS",
     "BoundTable", "run_teacher_student", "teacher_student_unit",
     "ComparisonConfig", "Setting",
-    "edelman_tt_norms",
+    "edelman_tt_norms", "sweep_certificates", "CERT_DELTA", "CERT_GRID_B", "CERT_GRID_C",
+    "CERT_GRID_SIZE", "CERT_MC_SAMPLES",
     "RankStats", "evaluate_bounds", "exponent", "import_bound_modules", "model_rows",
     "noise_matrix", "one_factor", "proof_status", "rank_stats", "run_setting", "setting_ids",
     "settings",
@@ -144,7 +145,7 @@ MNIST_PATCHES: int = 16
 class Setting:
     """One setting of the sweep: a task, every factor, and how many seeds (the unit)."""
 
-    PROTOCOL_VERSION: ClassVar[int] = 4
+    PROTOCOL_VERSION: ClassVar[int] = 5
 
     task: str
     n: int
@@ -463,6 +464,10 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
     out["pacbayes.sigma"] = sig
     out["pacbayes.mag_sigma"] = msig
     out["pacbayes.mag_logsum"] = pacbayes_mag_logsum(model, res.initial_state, msig)
+    t_cert = time.perf_counter()
+    out.update(sweep_certificates(model, res.initial_state, accuracy, n=setting.n,
+                                  seed=seeds[0][2] + 2))
+    out["cert.time_s"] = np.full(K, time.perf_counter() - t_cert)
     out["wall_time_s"] = np.full(K, time.perf_counter() - t0)
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
@@ -548,6 +553,112 @@ def model_rows(parts: Sequence[Any]) -> list[dict[str, float]]:
             rows.append({k: float(np.asarray(a)[j]) for k, a in arrays.items()
                          if np.asarray(a).ndim == 1})
     return rows
+
+
+# ------------------------------------------------- PAC-Bayes certificates on the same weights
+#: The certificates computed in the sweep: confidence, posterior draws per grid point, the grid.
+CERT_DELTA: Final = 0.05
+CERT_MC_SAMPLES: Final = 64
+#: Prior = posterior variances sigma^2 = c exp(-j / b), j = 0..size-1 (fixed before training).
+CERT_GRID_C: Final = 1.0
+CERT_GRID_B: Final = 1
+CERT_GRID_SIZE: Final = 8
+
+
+def sweep_certificates(
+    model: torch.nn.Module,
+    initial_state: Mapping[str, torch.Tensor],
+    accuracy: Any,
+    *,
+    n: int,
+    delta: float = CERT_DELTA,
+    mc_samples: int = CERT_MC_SAMPLES,
+    grid: np.ndarray | None = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """A PAC-Bayes-kl certificate for each of the ``K`` trained models of an ensemble.
+
+    Posterior ``Q = N(w, sigma^2 I)`` around the trained weights ``w``, prior
+    ``P = N(w_0, sigma^2 I)`` at the initialisation (drawn from the seed before any data is
+    read), so ``KL(Q || P) = ||w - w_0||^2 / (2 sigma^2)``
+    (:func:`genbounds.bounds.pac_bayes.gaussian_kl`). ``sigma^2`` runs over the fixed
+    ``grid`` (default :func:`~genbounds.bounds.pac_bayes.prior_variance_grid` with
+    ``CERT_GRID_C exp(-j / CERT_GRID_B)``, ``CERT_GRID_SIZE`` values) and the smallest bound
+    is kept, paid by a union bound over the grid on
+    both pieces: ``delta / 2`` split over the grid for the Monte Carlo bound on the stochastic
+    classifier's training error (``mc_samples`` posterior draws, each model's training 0-1
+    error; :func:`~genbounds.bounds.pac_bayes.sample_convergence_from_mean`) and ``delta / 2``
+    for PAC-Bayes-kl (:func:`~genbounds.bounds.pac_bayes.pac_bayes_kl` with ``grid_size``).
+    With probability ``>= 1 - delta`` over the training sample and the draws, the **stochastic
+    classifier's** true 0-1 error ``E_{w'~Q} L(w')`` is at most ``cert.bound``; it certifies
+    ``Q``, not the trained deterministic network.
+
+    ``accuracy(model)`` returns the ``(K,)`` training accuracies of the current parameters
+    (the parameters are restored on return). Returns ``cert.bound``, ``cert.kl``,
+    ``cert.sigma``, ``cert.mc_error`` (mean training error of the draws at the chosen sigma),
+    ``cert.mc_upper`` (its Monte Carlo bound), ``cert.dist`` (``||w - w_0||_2``), each ``(K,)``.
+    """
+    from genbounds.bounds.pac_bayes import (
+        gaussian_kl,
+        pac_bayes_kl,
+        prior_variance_grid,
+        sample_convergence_from_mean,
+    )
+    from genbounds.validation import check_int, check_probability
+
+    nn_ = check_int(n, "n", minimum=8)
+    dl = check_probability(delta, "delta")
+    m = check_int(mc_samples, "mc_samples")
+    lam = (prior_variance_grid(CERT_GRID_C, CERT_GRID_B, CERT_GRID_SIZE) if grid is None
+           else np.asarray(grid, dtype=np.float64))
+    if lam.ndim != 1 or lam.size == 0 or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError("grid must be a non-empty 1-d array of positive variances")
+    G = int(lam.size)
+    names = [nm for nm, p in model.named_parameters() if p.requires_grad]
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no trainable parameters")
+    for nm in names:
+        if nm not in initial_state:
+            raise ValueError(f"initial_state has no parameter {nm!r}")
+    K = int(params[0].shape[0])
+    saved = [p.detach().clone() for p in params]
+    W = np.concatenate([p.detach().double().cpu().reshape(K, -1).numpy() for p in params], 1)
+    w0 = np.concatenate([initial_state[nm].detach().double().cpu().reshape(K, -1).numpy()
+                         for nm in names], 1)
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(int(seed))
+    errs = np.zeros((G, K))
+    try:
+        with torch.no_grad():
+            for g, v in enumerate(lam):
+                sd = math.sqrt(float(v))
+                acc = np.zeros(K)
+                for _ in range(m):
+                    for p, p0 in zip(params, saved, strict=True):
+                        z = torch.randn(p0.shape, generator=gen, dtype=p0.dtype)
+                        p.copy_(p0 + sd * z.to(p0.device))
+                    acc += np.asarray(accuracy(model), dtype=np.float64)
+                errs[g] = np.clip(1.0 - acc / m, 0.0, 1.0)  # float round-off only
+    finally:
+        with torch.no_grad():
+            for p, p0 in zip(params, saved, strict=True):
+                p.copy_(p0)
+    keys = ("bound", "kl", "sigma", "mc_error", "mc_upper", "dist")
+    out = {f"cert.{k}": np.zeros(K) for k in keys}
+    for j in range(K):
+        best: tuple[float, ...] | None = None
+        for g, v in enumerate(lam):
+            kl = gaussian_kl(W[j], np.full(W.shape[1], math.sqrt(float(v))), w0[j], float(v))
+            up = sample_convergence_from_mean(float(errs[g, j]), m, dl / 2 / G)
+            b = pac_bayes_kl(up, kl, nn_, dl / 2, grid_size=G)
+            if best is None or b < best[0]:
+                best = (b, kl, math.sqrt(float(v)), float(errs[g, j]), up)
+        assert best is not None
+        for k, val in zip(keys[:-1], best, strict=True):
+            out[f"cert.{k}"][j] = val
+        out["cert.dist"][j] = float(np.linalg.norm(W[j] - w0[j]))
+    return out
 
 
 # ------------------------------------------------------------------- the loop over bounds
@@ -693,7 +804,7 @@ EXPERIMENT = register_experiment(Experiment(
           "genbounds.bounds.offset_rademacher_notation",
           "genbounds.experiments.offset_rademacher", "genbounds.models.li_transformer",
           "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.bounds.measures",
-          "genbounds.experiments.comparison"),
+          "genbounds.bounds.pac_bayes", "genbounds.experiments.comparison"),
 ))
 
 
