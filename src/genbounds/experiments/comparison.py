@@ -866,17 +866,18 @@ class RankStats:
 def noise_matrix(rows: Sequence[Mapping[str, float]], z: float = 1.96,
                  target: str = "gap") -> np.ndarray:
     """Monte-Carlo noise of every difference of two models' measured ``target``: for the gap,
-    the noise of their test errors; for ``excess`` (or ``excess_mse``), ``z`` times the
-    root sum of squares of the two standard errors ``<target>_se`` (a difference of estimates on
-    independent test samples; two students of one setting share a test sample, which makes
-    this conservative)."""
+    the noise of their test errors (the same for ``test_error``); for ``excess`` (or
+    ``excess_mse``), ``z`` times the root sum of squares of the two standard errors
+    ``<target>_se`` (a difference of estimates on independent test samples; two students of one
+    setting share a test sample, which makes this conservative)."""
     from genbounds.stats import mc_noise_threshold
 
-    if target == "gap":
+    if target in ("gap", "test_error"):
         te, nt = _col(rows, "test_error"), _col(rows, "n_test")
         return mc_noise_threshold(te[:, None], te[None, :], nt[:, None], nt[None, :], z=z)
     if target not in ("excess", "excess_mse"):
-        raise ValueError(f"target must be 'gap', 'excess' or 'excess_mse', got {target!r}")
+        raise ValueError("target must be 'gap', 'test_error', 'excess' or 'excess_mse', got "
+                         f"{target!r}")
     se = _col(rows, target + "_se")
     return np.asarray(z * np.sqrt(se[:, None] ** 2 + se[None, :] ** 2))
 
@@ -899,8 +900,10 @@ def rank_stats(
     (gap only) Dziugaite et al.'s robust sign error with minimum effective sample size
     ``min_ess``. Models where
     ``measure`` is ``nan`` are left out. ``target`` is the measured quantity the measure is
-    compared with: the 0-1 ``gap`` (classification), or the ``excess`` risk (``excess_mse``)
-    of the teacher-student regression task, never across kinds."""
+    compared with: the 0-1 ``gap`` (classification), the 0-1 ``test_error`` (what a bound on
+    the true loss, such as a certificate of :func:`sweep_certificates`, bounds; its noise is the
+    gap's, the training error being exact), or the ``excess`` risk (``excess_mse``) of the
+    teacher-student regression task, never across kinds."""
     from genbounds.stats import (
         bootstrap_interval,
         coupled_pairs,
@@ -915,8 +918,9 @@ def rank_stats(
     if keep.size < 3:
         raise ValueError(f"measure is finite on {keep.size} models; at least 3 are needed")
     R = [rows[int(i)] for i in keep]
-    if target not in ("gap", "excess", "excess_mse"):
-        raise ValueError(f"target must be 'gap', 'excess' or 'excess_mse', got {target!r}")
+    if target not in ("gap", "test_error", "excess", "excess_mse"):
+        raise ValueError("target must be 'gap', 'test_error', 'excess' or 'excess_mse', got "
+                         f"{target!r}")
     mv, g = m[keep], _col(R, target)
     fac = {f: _col(R, f) for f in ("task", *FACTORS)}
     strata = setting_ids(R)
