@@ -85,3 +85,11 @@ def test_certificate_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="delta"):
         cmp.sweep_certificates(model, init, acc, n=n, delta=1.5)
     assert math.isfinite(cmp.CERT_DELTA)
+
+
+def test_test_error_target_has_the_gap_noise() -> None:
+    rows = [{"test_error": e, "n_test": 500.0} for e in (0.1, 0.2, 0.3)]
+    assert np.array_equal(cmp.noise_matrix(rows, target="test_error"),
+                          cmp.noise_matrix(rows, target="gap"))
+    with pytest.raises(ValueError, match="target"):
+        cmp.noise_matrix(rows, target="train_error")
