@@ -49,3 +49,9 @@ def test_choice_probability_seeds_arrays() -> None:
         v.check_finite_tensor(torch.tensor([1.0, float("inf")]), "W")
     with pytest.raises(ValueError, match="dtype"):
         v.check_float_dtype(torch.int64)
+
+
+@pytest.mark.parametrize("check", [v.check_number, v.check_positive, v.check_nonnegative])
+def test_huge_integers_are_named_not_overflow(check) -> None:  # noqa: ANN001
+    with pytest.raises(ValueError, match="B_x is too large"):
+        check(10**400, "B_x")

@@ -45,11 +45,20 @@ def is_number(value: Any) -> bool:
             and kind in ("i", "u", "f"))
 
 
+def _to_float(value: Any, name: str) -> float:
+    """``float(value)``; an integer too large for a float is a ``ValueError`` naming ``name``."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} is too large to be a float (got an integer of "
+                         f"{len(str(abs(int(value))))} digits)") from None
+
+
 def check_number(value: Any, name: str) -> float:
     """Return ``float(value)`` if it is a finite real number, else raise ``ValueError``."""
     if not is_number(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
-    v = float(value)
+    v = _to_float(value, name)
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return v
@@ -62,7 +71,7 @@ def check_positive(value: Any, name: str) -> float:
     """
     if not is_number(value):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    v = float(value)
+    v = _to_float(value, name)
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if v <= 0:
@@ -74,7 +83,7 @@ def check_nonnegative(value: Any, name: str) -> float:
     """Return ``float(value)`` if it is a finite number ``>= 0``, else raise ``ValueError``."""
     if not is_number(value):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    v = float(value)
+    v = _to_float(value, name)
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if v < 0:
