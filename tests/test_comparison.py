@@ -78,6 +78,12 @@ def test_run_setting_measures_gaps_and_stores_norms(rows: list[dict[str, float]]
         assert np.isfinite(r["margin.q10"]) and r["path_norm"] > 0
     # the same seed index gives the same initialisation in two settings that differ in n only
     assert rows[0]["model.n_params"] == rows[2 + 0]["model.n_params"]
+    # the sweep's PAC-Bayes-kl certificate on the same weights, with its terms
+    for r in rows:
+        assert 0 < r["cert.bound"] <= 1 and r["cert.bound"] >= r["cert.mc_upper"]
+        assert r["cert.mc_upper"] >= r["cert.mc_error"] and r["cert.kl"] > 0
+        assert r["cert.kl"] == pytest.approx(r["cert.dist"] ** 2 / (2 * r["cert.sigma"] ** 2))
+        assert r["cert.dist"] == pytest.approx(r["model.dist_l2"], rel=1e-4)
 
 
 def test_every_registered_bound_is_evaluated_or_explained(rows: list[dict[str, float]]) -> None:
