@@ -593,7 +593,9 @@ def theorem5_audited(N: int, d_s: int, d: int, d_m: int, R_X: float, B_X: float,
     init = dict(W_Q0_fro=W_Q0_fro, W_K0_fro=W_K0_fro, W_V0_fro=W_V0_fro, w_O0_l2=w_O0_l2,
                 W_Q0_spectral=W_Q0_spectral, W_K0_spectral=W_K0_spectral,
                 W_V0_spectral=W_V0_spectral)
-    ks, Rs = zip(*(radius_grid(r, grid) for r in (R_Q, R_K, R_V, R_O)), strict=True)
+    radii = _nonneg(R_Q=R_Q, R_K=R_K, R_V=R_V, R_O=R_O)
+    grid = check_positive(grid, "grid")
+    ks, Rs = zip(*(radius_grid(r, grid) for r in radii.values()), strict=True)
     l4 = lemma4_audited(N, d_s, d_m, R_X, alpha, phi0, ell_yy, R_Q=Rs[0], R_K=Rs[1], R_V=Rs[2],
                         R_O=Rs[3], c_dm=c_dm, **init)
     e = _common(R_Q=Rs[0], R_K=Rs[1], R_V=Rs[2], R_O=Rs[3], **init)
