@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from genbounds.data.base import readonly
-from genbounds.validation import check_int
+from genbounds.validation import check_finite_array, check_int
 
 __all__ = [
     "LinearTeacher",
@@ -53,8 +53,14 @@ class LinearTeacher:
 
     weight: np.ndarray
 
+    def __post_init__(self) -> None:
+        w = check_finite_array(self.weight, "weight")
+        if w.ndim not in (1, 2):
+            raise ValueError(f"weight must have shape (d,) or (T, d); got {w.shape}")
+        object.__setattr__(self, "weight", w)
+
     def __call__(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
+        X = check_finite_array(X, "X")
         w = self.weight
         if X.ndim != w.ndim + 1 or X.shape[1:] != w.shape:
             raise ValueError(
