@@ -17,7 +17,6 @@ KNOWN_LONG: dict[str, str] = {
     "complexity.py:dudley_inverse_square": "complexity session",
     "complexity.py:maurey_sparsify": "complexity session",
     "data/mnist.py:load_mnist01": "data session",
-    "data/teacher_student.py:teacher_student": "data session",
 }
 
 

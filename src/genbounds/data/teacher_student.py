@@ -105,6 +105,69 @@ class TeacherStudentData:
     seed: int
 
 
+def _check_teacher_student_args(
+    n: int,
+    d: int,
+    dist: str,
+    df: float | None,
+    noise_std: float,
+    teacher: Callable[[np.ndarray], np.ndarray] | None,
+    seed: int,
+    T: int | None,
+) -> tuple[int, int, int, int | None, str, float | None, float]:
+    """Validate the arguments of :func:`teacher_student` (a ``ValueError`` naming the bad one).
+
+    Returns ``(n, d, seed, T, dist_key, df, noise_std)`` normalised (``"subgaussian"`` resolves
+    to ``"rademacher"``; ``df`` and ``noise_std`` become floats).
+    """
+    n = check_int(n, "n", 1)
+    d = check_int(d, "d", 1)
+    seed = check_int(seed, "seed", 0)
+    if T is not None:
+        T = check_int(T, "T", 1)
+    dist_key = "rademacher" if dist == "subgaussian" else dist
+    if dist_key not in _DIST_DESCRIPTIONS:
+        raise ValueError(
+            "dist must be 'gaussian', 'subgaussian', 'rademacher', 'uniform' or 'student_t'; "
+            f"got {dist!r}"
+        )
+    if dist_key == "student_t":
+        if df is None:
+            raise ValueError("df must be given for dist='student_t'")
+        if isinstance(df, bool) or not isinstance(df, int | float | np.integer | np.floating):
+            raise ValueError(f"df must be a number > 2; got {df!r}")
+        df = float(df)
+        if not math.isfinite(df) or df <= 2:
+            raise ValueError(f"df must be finite and > 2 (finite variance); got {df}")
+    elif df is not None:
+        raise ValueError(f"df is only used with dist='student_t'; got df={df} with dist={dist!r}")
+    if isinstance(noise_std, bool) or not isinstance(noise_std, int | float | np.number):
+        raise ValueError(f"noise_std must be a finite number >= 0; got {noise_std!r}")
+    noise_std = float(noise_std)
+    if not math.isfinite(noise_std) or noise_std < 0:
+        raise ValueError(f"noise_std must be a finite number >= 0; got {noise_std}")
+    if teacher is not None and not callable(teacher):
+        raise ValueError(f"teacher must be callable; got {teacher!r}")
+    return n, d, seed, T, dist_key, df, noise_std
+
+
+def _draw_inputs(
+    x_ss: np.random.SeedSequence, dist_key: str, df: float | None, shape: tuple[int, ...]
+) -> np.ndarray:
+    """The inputs of :func:`teacher_student`: i.i.d. unit-variance entries of law ``dist_key``."""
+    rng_x = np.random.default_rng(x_ss)
+    if dist_key == "gaussian":
+        X = rng_x.standard_normal(shape)
+    elif dist_key == "rademacher":
+        X = 2.0 * rng_x.integers(0, 2, size=shape).astype(np.float64) - 1.0
+    elif dist_key == "uniform":
+        X = rng_x.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=shape)
+    else:
+        assert df is not None
+        X = rng_x.standard_t(df, size=shape) * math.sqrt((df - 2.0) / df)
+    return X
+
+
 def teacher_student(
     n: int,
     d: int,
@@ -155,47 +218,12 @@ def teacher_student(
     -------
     TeacherStudentData
     """
-    n = check_int(n, "n", 1)
-    d = check_int(d, "d", 1)
-    seed = check_int(seed, "seed", 0)
-    if T is not None:
-        T = check_int(T, "T", 1)
-    dist_key = "rademacher" if dist == "subgaussian" else dist
-    if dist_key not in _DIST_DESCRIPTIONS:
-        raise ValueError(
-            "dist must be 'gaussian', 'subgaussian', 'rademacher', 'uniform' or 'student_t'; "
-            f"got {dist!r}"
-        )
-    if dist_key == "student_t":
-        if df is None:
-            raise ValueError("df must be given for dist='student_t'")
-        if isinstance(df, bool) or not isinstance(df, int | float | np.integer | np.floating):
-            raise ValueError(f"df must be a number > 2; got {df!r}")
-        df = float(df)
-        if not math.isfinite(df) or df <= 2:
-            raise ValueError(f"df must be finite and > 2 (finite variance); got {df}")
-    elif df is not None:
-        raise ValueError(f"df is only used with dist='student_t'; got df={df} with dist={dist!r}")
-    if isinstance(noise_std, bool) or not isinstance(noise_std, int | float | np.number):
-        raise ValueError(f"noise_std must be a finite number >= 0; got {noise_std!r}")
-    noise_std = float(noise_std)
-    if not math.isfinite(noise_std) or noise_std < 0:
-        raise ValueError(f"noise_std must be a finite number >= 0; got {noise_std}")
-    if teacher is not None and not callable(teacher):
-        raise ValueError(f"teacher must be callable; got {teacher!r}")
-
+    n, d, seed, T, dist_key, df, noise_std = _check_teacher_student_args(
+        n, d, dist, df, noise_std, teacher, seed, T
+    )
     teacher_ss, x_ss, noise_ss = np.random.SeedSequence(seed).spawn(3)
     shape = (n, d) if T is None else (n, T, d)
-    rng_x = np.random.default_rng(x_ss)
-    if dist_key == "gaussian":
-        X = rng_x.standard_normal(shape)
-    elif dist_key == "rademacher":
-        X = 2.0 * rng_x.integers(0, 2, size=shape).astype(np.float64) - 1.0
-    elif dist_key == "uniform":
-        X = rng_x.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=shape)
-    else:
-        assert df is not None
-        X = rng_x.standard_t(df, size=shape) * math.sqrt((df - 2.0) / df)
+    X = _draw_inputs(x_ss, dist_key, df, shape)
 
     if teacher is None:
         w = np.random.default_rng(teacher_ss).standard_normal(shape[1:])
