@@ -15,7 +15,6 @@ ROOT = Path(genbounds.__file__).parent
 KNOWN_LONG: dict[str, str] = {
     "bounds/trauger_tewari.py:rademacher_one_layer": "bounds session",
     "complexity.py:dudley_inverse_square": "complexity session",
-    "complexity.py:maurey_sparsify": "complexity session",
     "data/mnist.py:load_mnist01": "data session",
 }
 

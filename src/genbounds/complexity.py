@@ -1159,6 +1159,70 @@ class MaureyResult:
     atoms_used: np.ndarray
 
 
+def _check_maurey_args(
+    alpha: Any, atoms: Any, k: int, n_draws: int, scheme: str, b: float | None
+) -> tuple[np.ndarray, np.ndarray, int, int, float, np.ndarray, float]:
+    """Validate the arguments of :func:`maurey_sparsify` (a ``ValueError`` naming the bad one).
+
+    Returns ``(a, G, k, n_draws, gamma, norms, bv)``: the coefficients, the atoms as rows,
+    ``gamma = ||alpha||_1``, the atom norms and the norm bound ``b`` (default their maximum).
+    """
+    a = check_finite_array(alpha, "alpha", ndim=1, shape_hint="(d,)")
+    G = check_finite_array(atoms, "atoms", ndim=2, shape_hint="(d, D)")
+    if G.shape[0] != a.shape[0]:
+        raise ValueError(
+            f"atoms must have one row per coefficient: alpha has {a.shape[0]}, "
+            f"atoms has shape {G.shape}"
+        )
+    k = check_int(k, "k")
+    n_draws = check_int(n_draws, "n_draws", minimum=2)
+    _check_work(n_draws * (k + G.size), "n_draws * (k + atoms.size)")
+    if scheme not in ("zhang", "scaled"):
+        raise ValueError(f"scheme must be 'zhang' or 'scaled', got {scheme!r}")
+    gamma = float(np.abs(a).sum())
+    if gamma == 0:
+        raise ValueError("alpha must not be all zero")
+    norms = np.linalg.norm(G, axis=1)
+    if b is None:
+        bv = float(norms.max())
+    else:
+        bv = check_nonnegative(b, "b")
+        if bv < norms.max() * (1 - 1e-12):
+            raise ValueError(f"b must be >= max_j ||g_j|| = {norms.max()!r}, got {b!r}")
+    return a, G, k, n_draws, gamma, norms, bv
+
+
+def _maurey_draws(
+    V: np.ndarray, w: np.ndarray, gamma: float, bv: float, f2: float, second: float, k: int,
+    n_draws: int, seed: SeedLike, scheme: str,
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The ``n_draws`` approximants of :func:`maurey_sparsify` under ``scheme``.
+
+    Returns ``(counts, fk, expected, bound)``: the atom counts per draw (``(n_draws, d)``), the
+    approximants ``f_k`` as rows, the exact ``E||f - f_k||^2`` and its bound (formulas in
+    :func:`maurey_sparsify`).
+    """
+    rng = _rng(seed)
+    if scheme == "zhang":
+        if gamma > 1 + 1e-12:
+            raise ValueError(
+                f"scheme 'zhang' needs ||alpha||_1 <= 1, got {gamma!r}; rescale or "
+                "use scheme='scaled'"
+            )
+        probs = np.append(w, max(0.0, 1.0 - gamma))
+        probs = probs / probs.sum()
+        counts = rng.multinomial(k, probs, size=n_draws)[:, :-1].astype(np.float64)
+        fk = counts @ V / k
+        expected = (second - f2) / k
+        bound = (gamma * bv**2 - f2) / k
+    else:
+        counts = rng.multinomial(k, w / gamma, size=n_draws).astype(np.float64)
+        fk = gamma * (counts @ V) / k
+        expected = (gamma * second - f2) / k
+        bound = (gamma**2 * bv**2 - f2) / k
+    return counts, fk, expected, bound
+
+
 def maurey_sparsify(
     alpha: Any,
     atoms: Any,
@@ -1205,51 +1269,17 @@ def maurey_sparsify(
     b:
         Norm bound for the atoms (default: the largest atom norm); must be ``>=`` it.
     """
-    a = check_finite_array(alpha, "alpha", ndim=1, shape_hint="(d,)")
-    G = check_finite_array(atoms, "atoms", ndim=2, shape_hint="(d, D)")
-    if G.shape[0] != a.shape[0]:
-        raise ValueError(
-            f"atoms must have one row per coefficient: alpha has {a.shape[0]}, "
-            f"atoms has shape {G.shape}"
-        )
-    k = check_int(k, "k")
-    n_draws = check_int(n_draws, "n_draws", minimum=2)
-    _check_work(n_draws * (k + G.size), "n_draws * (k + atoms.size)")
-    if scheme not in ("zhang", "scaled"):
-        raise ValueError(f"scheme must be 'zhang' or 'scaled', got {scheme!r}")
-    gamma = float(np.abs(a).sum())
-    if gamma == 0:
-        raise ValueError("alpha must not be all zero")
-    norms = np.linalg.norm(G, axis=1)
-    if b is None:
-        bv = float(norms.max())
-    else:
-        bv = check_nonnegative(b, "b")
-        if bv < norms.max() * (1 - 1e-12):
-            raise ValueError(f"b must be >= max_j ||g_j|| = {norms.max()!r}, got {b!r}")
+    a, G, k, n_draws, gamma, norms, bv = _check_maurey_args(
+        alpha, atoms, k, n_draws, scheme, b
+    )
     V = np.sign(a)[:, None] * G
     w = np.abs(a)
     f = w @ V
     f2 = float(f @ f)
     second = float(w @ norms**2)  # sum_j |alpha_j| ||g_j||^2
-    rng = _rng(seed)
-    if scheme == "zhang":
-        if gamma > 1 + 1e-12:
-            raise ValueError(
-                f"scheme 'zhang' needs ||alpha||_1 <= 1, got {gamma!r}; rescale or "
-                "use scheme='scaled'"
-            )
-        probs = np.append(w, max(0.0, 1.0 - gamma))
-        probs = probs / probs.sum()
-        counts = rng.multinomial(k, probs, size=n_draws)[:, :-1].astype(np.float64)
-        fk = counts @ V / k
-        expected = (second - f2) / k
-        bound = (gamma * bv**2 - f2) / k
-    else:
-        counts = rng.multinomial(k, w / gamma, size=n_draws).astype(np.float64)
-        fk = gamma * (counts @ V) / k
-        expected = (gamma * second - f2) / k
-        bound = (gamma**2 * bv**2 - f2) / k
+    counts, fk, expected, bound = _maurey_draws(
+        V, w, gamma, bv, f2, second, k, n_draws, seed, scheme
+    )
     err = ((fk - f[None, :]) ** 2).sum(axis=1)
     return MaureyResult(
         sq_errors=err,
