@@ -14,7 +14,6 @@ ROOT = Path(genbounds.__file__).parent
 #: entry must still exist and still be too long (so a fixed one is removed from this list).
 KNOWN_LONG: dict[str, str] = {
     "bounds/trauger_tewari.py:rademacher_one_layer": "bounds session",
-    "complexity.py:dudley_inverse_square": "complexity session",
     "data/mnist.py:load_mnist01": "data session",
 }
 

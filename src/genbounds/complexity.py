@@ -926,6 +926,39 @@ def _inverse_square_objective(delta: float, A: float, a0: float, n: int, upper: 
     return delta + cover, 0.0, cover
 
 
+def _inverse_square_delta(
+    delta: DeltaChoice, stat: float, Av: float, a0v: float, n: int, U: float,
+    integral: IntegralForm,
+) -> float:
+    """The ``delta`` of :func:`dudley_inverse_square`: the clipped stationary point ``stat``
+    (``"closed_form"``), a bounded numeric minimiser compared with ``G(U)`` (``"numeric"``), or
+    a given number checked to lie in ``(0, U]`` (``0`` only when ``A = 0``)."""
+    if isinstance(delta, str):
+        check_choice(delta, "delta", ("closed_form", "numeric"))
+        if delta == "closed_form":
+            d = min(stat, U)
+        else:
+            if Av == 0.0:
+                d = 0.0 if n > a0v else U
+            else:
+                lo, hi = math.log(U) - 30.0, math.log(U)
+                res = optimize.minimize_scalar(
+                    lambda t: _inverse_square_objective(math.exp(t), Av, a0v, n, U, integral)[0],
+                    bounds=(lo, hi), method="bounded", options={"xatol": 1e-12},
+                )
+                d = math.exp(float(res.x))
+                if _inverse_square_objective(U, Av, a0v, n, U, integral)[0] <= \
+                        _inverse_square_objective(d, Av, a0v, n, U, integral)[0]:
+                    d = U
+    else:
+        d = check_nonnegative(delta, "delta")
+        if d > U:
+            raise ValueError(f"delta must be in (0, upper={U}], got {delta!r}")
+        if d == 0.0 and Av > 0.0:
+            raise ValueError("delta must be > 0 when A > 0 (the integral diverges at 0)")
+    return d
+
+
 def dudley_inverse_square(
     A: float,
     a0: float,
@@ -1015,29 +1048,7 @@ def dudley_inverse_square(
         stat = math.sqrt(Av / (n - a0v))
     valid = stat <= U
 
-    if isinstance(delta, str):
-        check_choice(delta, "delta", ("closed_form", "numeric"))
-        if delta == "closed_form":
-            d = min(stat, U)
-        else:
-            if Av == 0.0:
-                d = 0.0 if n > a0v else U
-            else:
-                lo, hi = math.log(U) - 30.0, math.log(U)
-                res = optimize.minimize_scalar(
-                    lambda t: _inverse_square_objective(math.exp(t), Av, a0v, n, U, integral)[0],
-                    bounds=(lo, hi), method="bounded", options={"xatol": 1e-12},
-                )
-                d = math.exp(float(res.x))
-                if _inverse_square_objective(U, Av, a0v, n, U, integral)[0] <= \
-                        _inverse_square_objective(d, Av, a0v, n, U, integral)[0]:
-                    d = U
-    else:
-        d = check_nonnegative(delta, "delta")
-        if d > U:
-            raise ValueError(f"delta must be in (0, upper={U}], got {delta!r}")
-        if d == 0.0 and Av > 0.0:
-            raise ValueError("delta must be > 0 when A > 0 (the integral diverges at 0)")
+    d = _inverse_square_delta(delta, stat, Av, a0v, n, U, integral)
     G, const, cover = _inverse_square_objective(d, Av, a0v, n, U, integral)
     return DudleyResult(cv * G, G, d, stat, valid, const, cover, w)
 
