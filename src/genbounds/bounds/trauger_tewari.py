@@ -275,6 +275,65 @@ def _one_layer_assumptions(token_norm: str) -> tuple[str, ...]:
     )
 
 
+def _one_layer_printed(m: int, d: int, B: float, cv: float, bx: float, Cv: float,
+                       consts: dict[str, float]) -> BoundValue:
+    """``form="printed"`` of :func:`rademacher_one_layer`: the displayed expression of Thm 4.1,
+    valid only when ``2 B_x sqrt(C) <= sqrt(m) - sqrt(ln 2d)``."""
+    a = bx * math.sqrt(math.log(2 * d) / m)
+    if Cv == 0.0:
+        first = 0.0
+    else:
+        b = 2 * bx * bx * math.sqrt(Cv) / math.sqrt(m)
+        first = b * (1.0 + math.log(math.sqrt(m) / (2 * bx * math.sqrt(Cv))))
+    value = 2 * B * cv * (first + a)
+    admissible = 2 * bx * math.sqrt(Cv) <= math.sqrt(m) - math.sqrt(math.log(2 * d))
+    return BoundValue(
+        kind=BoundKind.RADEMACHER,
+        value=value, valid=admissible,
+        regime="printed closed form inside its range" if admissible else
+        "printed closed form outside its range: not a valid bound",
+        terms={"B": B, "covering_term": first, "ln(2d)_term": a},
+        constants={**consts, "softmax_constant": 2.0},
+        name="Rademacher complexity, one layer (printed Thm 4.1 expression)",
+        reference=f"{_TT}, Thm 4.1 as printed",
+        assumptions=_one_layer_assumptions("||x||_2 <= B_x") + (
+            "printed expression: valid only when 2 B_x sqrt(C) <= sqrt(m) - sqrt(ln 2d)",),
+    )
+
+
+def _one_layer_audited(m: int, d: int, B: float, cv: float, bx: float, Cv: float, C0v: float,
+                       sc: float, consts: dict[str, float], delta: DeltaChoice,
+                       integral: IntegralForm) -> BoundValue:
+    """``form="audited"`` of :func:`rademacher_one_layer`: ``2 B c inf_delta G(delta)`` by
+    :func:`~genbounds.complexity.dudley_inverse_square` with ``a0 = ln(2d) + C0`` and
+    ``A = s^2 B_x^4 C``."""
+    a0 = math.log(2 * d) + C0v
+    A = sc * sc * bx**4 * Cv
+    res = dudley_inverse_square(A, a0, m, bx, c=cv, delta=delta, integral=integral)
+    choices, regime = dudley_annotations(res.closed_form_valid, delta, integral, "B_x")
+    value = 2 * B * res.value
+    return BoundValue(
+        kind=BoundKind.RADEMACHER,
+        value=value,
+        terms={
+            "B": B,
+            "dudley_objective_G": res.objective,
+            "delta": res.delta,
+            # absent when there is no stationary point (m <= ln(2d) + C0): terms stay finite
+            **({"delta_stationary": res.delta_stationary}
+               if math.isfinite(res.delta_stationary) else {}),
+            "ln(2d)+C0_term": res.const_term,
+            "covering_term": res.cover_term,
+        },
+        constants={**consts, "C0": C0v, "softmax_constant": sc, "a0=ln(2d)+C0": a0,
+                   "A=s^2 B_x^4 C": A, "dudley_upper=B_x": bx},
+        choices=choices, regime=regime,
+        name="Rademacher complexity, one layer, scalar [CLS] output",
+        reference=f"{_TT}, Thm 4.1 (App. C), constants explicit",
+        assumptions=_one_layer_assumptions("||x||_2 <= B_x"),
+    )
+
+
 def rademacher_one_layer(
     m: int,
     d: int,
@@ -367,52 +426,8 @@ def rademacher_one_layer(
     consts = {"c": cv, "symmetrisation_factor": 2.0, "B_w": bw, "B_Wc": bc, "B_Wv": bv,
               "L_sigma": ls, "B_x": bx, "C": Cv}
     if form == "printed":
-        a = bx * math.sqrt(math.log(2 * d) / m)
-        if Cv == 0.0:
-            first = 0.0
-        else:
-            b = 2 * bx * bx * math.sqrt(Cv) / math.sqrt(m)
-            first = b * (1.0 + math.log(math.sqrt(m) / (2 * bx * math.sqrt(Cv))))
-        value = 2 * B * cv * (first + a)
-        admissible = 2 * bx * math.sqrt(Cv) <= math.sqrt(m) - math.sqrt(math.log(2 * d))
-        return BoundValue(
-            kind=BoundKind.RADEMACHER,
-            value=value, valid=admissible,
-            regime="printed closed form inside its range" if admissible else
-            "printed closed form outside its range: not a valid bound",
-            terms={"B": B, "covering_term": first, "ln(2d)_term": a},
-            constants={**consts, "softmax_constant": 2.0},
-            name="Rademacher complexity, one layer (printed Thm 4.1 expression)",
-            reference=f"{_TT}, Thm 4.1 as printed",
-            assumptions=_one_layer_assumptions("||x||_2 <= B_x") + (
-                "printed expression: valid only when 2 B_x sqrt(C) <= sqrt(m) - sqrt(ln 2d)",),
-        )
-    a0 = math.log(2 * d) + C0v
-    A = sc * sc * bx**4 * Cv
-    res = dudley_inverse_square(A, a0, m, bx, c=cv, delta=delta, integral=integral)
-    choices, regime = dudley_annotations(res.closed_form_valid, delta, integral, "B_x")
-    value = 2 * B * res.value
-    return BoundValue(
-        kind=BoundKind.RADEMACHER,
-        value=value,
-        terms={
-            "B": B,
-            "dudley_objective_G": res.objective,
-            "delta": res.delta,
-            # absent when there is no stationary point (m <= ln(2d) + C0): terms stay finite
-            **({"delta_stationary": res.delta_stationary}
-               if math.isfinite(res.delta_stationary) else {}),
-            "ln(2d)+C0_term": res.const_term,
-            "covering_term": res.cover_term,
-        },
-        constants={**consts, "C0": C0v, "softmax_constant": sc, "a0=ln(2d)+C0": a0,
-                   "A=s^2 B_x^4 C": A, "dudley_upper=B_x": bx,
-},
-        choices=choices, regime=regime,
-        name="Rademacher complexity, one layer, scalar [CLS] output",
-        reference=f"{_TT}, Thm 4.1 (App. C), constants explicit",
-        assumptions=_one_layer_assumptions("||x||_2 <= B_x"),
-    )
+        return _one_layer_printed(m, d, B, cv, bx, Cv, consts)
+    return _one_layer_audited(m, d, B, cv, bx, Cv, C0v, sc, consts, delta, integral)
 
 
 def _printed_corollary(m: int, d: int, B: float, bx: float, alpha: float, c: float,
