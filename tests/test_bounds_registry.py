@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from genbounds.bounds import registry as rg
@@ -92,3 +94,26 @@ def test_printed_forms_report_when_they_are_not_bounds() -> None:
     ok = tt.rademacher_one_layer(10**8, 2, C=0.01, B_x=1.0, c=12.0, B_w=1.0, B_Wc=1.0,
                                  B_Wv=1.0, L_sigma=1.0, form="printed")
     assert ok.valid
+
+
+def test_evaluate_names_the_inputs_on_overflow_and_flags_negative_printed_values() -> None:
+    from genbounds.bounds.registry import Bound, BoundKind, BoundValue, Verdict
+
+    def boom(x: float) -> BoundValue:
+        return BoundValue(math.exp(x), BoundKind.GAP)
+
+    b = Bound(key="t.overflow", paper="p", statement="s", kind=BoundKind.GAP, form="printed",
+              needs=("x",), constants={}, fn=boom, verdict=Verdict.FALSE, audit="a",
+              counterexample="c")
+    with pytest.raises(ValueError, match=r"\(x\)"):
+        b.evaluate({"x": 1e6})
+    neg = Bound(key="t.negative", paper="p", statement="s", kind=BoundKind.GAP, form="printed",
+                needs=("x",), constants={}, fn=lambda x: BoundValue(-x, BoundKind.GAP),
+                verdict=Verdict.DOES_NOT_FOLLOW, audit="a")
+    v = neg.evaluate({"x": 2.0})
+    assert v.value == -2.0 and v.valid is False and not v.proved
+    aud = Bound(key="t.audited", paper="p", statement="s", kind=BoundKind.GAP, form="audited",
+                needs=("x",), constants={}, fn=lambda x: BoundValue(-x, BoundKind.GAP),
+                verdict=Verdict.HOLDS, audit="a")
+    with pytest.raises(RuntimeError, match="audited"):
+        aud.evaluate({"x": 2.0})

@@ -315,10 +315,22 @@ class Bound:
         args: dict[str, Any] = {q: _scalar(quantities[q], q) for q in self.needs}
         args.update({**self.constants, **constants})
         args.update(self.fixed)
-        out = self.fn(**args)
+        try:
+            out = self.fn(**args)
+        except (OverflowError, ZeroDivisionError) as exc:  # inputs beyond a float's range
+            names = ", ".join([*self.needs, *self.constants])
+            raise ValueError(f"the inputs ({names}) of bound {self.key!r} are out of the range "
+                             f"a float can hold: {type(exc).__name__}: {exc}") from exc
         if out.kind is not self.kind:
             raise RuntimeError(f"bound {self.key!r} is registered as {self.kind} but returned "
                                f"{out.kind}")
+        if out.kind is not BoundKind.MEASURE and out.value < 0:
+            if self.form == "audited":  # the book's own statement: a negative value is a bug
+                raise RuntimeError(f"audited bound {self.key!r} returned {out.value} < 0")
+            # a printed closed form outside the range where it is the statement's bound
+            out = replace(out, valid=False, regime="; ".join(
+                r for r in (out.regime, "the printed expression is negative here: not a bound")
+                if r))
         return replace(out, choices={**out.choices, "form": self.form}, verdict=self.verdict)
 
 
