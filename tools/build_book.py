@@ -1,7 +1,9 @@
 """``make book``: compute the experiments first, then build the pages; say plainly what failed.
 
-1. **Experiments** (``python -m genbounds reproduce --scale quick``): every registered study is
-   computed unit by unit, with a progress bar per unit, into the results store
+1. **Experiments** (``python -m genbounds reproduce --scale quick``, in one single-threaded
+   process per CPU core, each with its share of the studies; each process's progress bars are in
+   ``_build/logs/experiments-<i>.log``): every registered study is computed unit by unit into
+   the results store
    (``results/quick/``). A unit that is stored is loaded, so an interrupted build resumes where
    it stopped, and the notebooks then only *load* their results: no cell of the book runs for
    many minutes in silence or against MyST-NB's cell timeout. At paper scale
@@ -23,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -37,6 +40,7 @@ NOISE = (
     # (after terminal colour codes)
     re.compile(r"myst(-nb)? v[\d.]+:\S* (Md|Nb)ParserConfig\("),
 )
+PROGRESS_EVERY_S = 30.0
 RESUME = ("Rerun `make book` to resume: finished experiment units are stored in results/ and "
           "are loaded, not recomputed; only what is missing runs again.")
 
@@ -107,11 +111,78 @@ def failure_summary(log_text: str, reports: Iterable[Path] = ()) -> list[str]:
     return out
 
 
+def experiment_groups(workers: int) -> list[list[str]]:
+    """The registered experiments split into ``workers`` groups of similar stored cost (longest
+    first, each to the group with the least so far; an experiment never measured counts as the
+    mean), so that the groups finish at about the same time."""
+    import genbounds.experiments  # noqa: F401  (registers every study)
+    from genbounds.experiments.registry import registered_experiments
+
+    names = [e.name for e in registered_experiments()]
+    cost = {n: float(COST_HINT.get(n, 1.0)) for n in names}
+    groups: list[list[str]] = [[] for _ in range(max(1, min(workers, len(names))))]
+    load = [0.0] * len(groups)
+    for n in sorted(names, key=lambda n: -cost[n]):
+        i = load.index(min(load))
+        groups[i].append(n)
+        load[i] += cost[n]
+    return [g for g in groups if g]
+
+
+#: Relative quick-scale cost of each study (CPU seconds on an idle 2-core machine, one thread,
+#: rounded from the runs of 2026-11-26); only used to balance the workers.
+COST_HINT = {"comparison": 300, "certificates": 200, "offset_rademacher": 180,
+             "sparse_majority": 140, "shallow_gd": 120, "effective_rank": 90,
+             "offset_rademacher_complexity": 30}
+
+
+def run_experiments(env: dict[str, str], logs: Path, workers: int) -> tuple[int, list[str]]:
+    """``reproduce --scale quick`` in ``workers`` processes of one thread each (the results
+    store's per-unit locks make them safe together; one thread each, because torch's threads
+    fight over the cores when several processes run); returns the first failure's status and
+    log tail."""
+    groups = experiment_groups(workers)
+    wenv = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    procs = []
+    for i, group in enumerate(groups):
+        log = logs / f"experiments-{i + 1}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        print(f"   worker {i + 1}: {', '.join(group)} (log: {log})", flush=True)
+        fh = log.open("w")
+        procs.append((subprocess.Popen(
+            [str(BIN / "python"), "-m", "genbounds", "reproduce", "--scale", "quick", "--only",
+             *group], cwd=ROOT, env=wenv, stdout=fh, stderr=subprocess.STDOUT, text=True),
+            fh, log))
+    last: dict[int, str] = {}
+    while any(p.poll() is None for p, _, _ in procs):  # a progress line per worker, when it moves
+        time.sleep(PROGRESS_EVERY_S)
+        for i, (p, _, log) in enumerate(procs):
+            text = log.read_text(errors="replace").replace("\r", "\n")
+            bars = [ln.strip() for ln in text.splitlines()
+                    if ln.strip().startswith(("units:", "["))]
+            if bars and bars[-1] != last.get(i) and p.poll() is None:
+                last[i] = bars[-1]
+                print(f"   worker {i + 1}: {bars[-1][:150]}", flush=True)
+    status, tail = 0, []
+    for proc, fh, log in procs:
+        rc = proc.wait()
+        fh.close()
+        lines = log.read_text(errors="replace").replace("\r", "\n").splitlines()
+        done = [ln for ln in lines if "] done in" in ln]
+        print("\n".join(f"   {ln.strip()[:200]}" for ln in done), flush=True)
+        if rc != 0 and status == 0:
+            status, tail = rc, [*lines[-15:], f"full log: {log}"]
+    return status, tail
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "_build")
     parser.add_argument("--skip-experiments", action="store_true",
                         help="build the pages only (the notebooks compute what is missing)")
+    parser.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
+                        help="processes computing the experiments (default: the CPU count, "
+                             "at most 4)")
     args = parser.parse_args(argv)
     env = dict(os.environ)
     scale = env.get("GENBOUNDS_SCALE", "quick") or "quick"
@@ -119,14 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_experiments:
         pass
     elif scale == "quick":
-        print("== make book 1/2: the experiments at quick scale (stored units are loaded)",
-              flush=True)
-        rc, tail = stream([str(BIN / "python"), "-m", "genbounds", "reproduce", "--scale",
-                           "quick"], logs / "experiments.log", env)
+        print(f"== make book 1/2: the experiments at quick scale in {args.workers} worker(s) "
+              "(stored units are loaded)", flush=True)
+        rc, tail = run_experiments(env, logs, args.workers)
         if rc != 0:
             print("\n".join(["", "== make book FAILED while computing the experiments:",
-                             *[f"  {ln}" for ln in tail[-15:]],
-                             f"  full log: {logs / 'experiments.log'}", RESUME]), flush=True)
+                             *[f"  {ln}" for ln in tail], RESUME]), flush=True)
             return rc
     else:
         print(f"== make book 1/2: scale {scale!r}: nothing is computed here; the chapters show "
