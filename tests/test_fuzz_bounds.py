@@ -51,7 +51,7 @@ def _check(bound, quantities: dict, constants: dict) -> None:
 
 
 @pytest.mark.parametrize("bound", BOUNDS, ids=[b.key for b in BOUNDS])
-@settings(max_examples=60, deadline=2000, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=60, deadline=10000, suppress_health_check=[HealthCheck.too_slow],
           derandomize=True)
 @given(data=st.data())
 def test_bound_on_any_input(bound, data) -> None:  # noqa: ANN001 (hypothesis fixtures)

@@ -33,6 +33,7 @@ from genbounds.bounds.registry import Bound, BoundKind, BoundValue, Verdict, reg
 from genbounds.validation import (
     check_int,
     check_nonnegative,
+    check_number,
     check_positive,
     check_probability,
 )
@@ -348,8 +349,18 @@ def _catoni_value(empirical_risk: float, kl: float, n: int, delta: float, C: flo
         assumptions=_STOCH)
 
 
+def _count(value: float, name: str, minimum: int) -> int:
+    """A count read from a stored (possibly float) column: an integer value >= ``minimum``."""
+    v = check_number(value, name)
+    if not v.is_integer() or v < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(v)
+
+
 def _test_set_value(errors: float, n_test: float, delta: float) -> BoundValue:
-    k, m = int(errors), int(n_test)
+    k, m = _count(errors, "errors", 0), _count(n_test, "n_test", 1)
+    if k > m:
+        raise ValueError(f"errors must be at most n_test = {m}, got {k}")
     v = binomial_tail_inverse(k, m, delta)
     return BoundValue(
         v, BoundKind.TRUE_LOSS, terms={"errors": k, "test_error": k / m},
