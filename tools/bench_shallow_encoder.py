@@ -48,7 +48,7 @@ def seconds_per_epoch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor,
 
     fwd = model.forward
     if projected:
-        model.forward = model.forward_projected  # type: ignore[method-assign]
+        model.forward = model.forward_projected  # type: ignore[method-assign,assignment]
     try:
         cfg = TrainConfig(optimizer="gd", lr=0.1, max_epochs=1, select_best="last",
                           device="cpu")
@@ -84,7 +84,7 @@ def bench(d_m: int = 1024, N: int = 400, K: int = 3, d_s: int = 16, d: int = 64,
     X = torch.randn(K, N, d_s, d, generator=g)
     y = (torch.rand(K, N, generator=g) < 0.5).to(torch.int64)
     peak0 = matmul_gflops("cpu")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for projected in (False, True):
         model = ShallowEncoder(d, d_m, n_models=K, seeds=list(range(K)))
         flops = step_flops(model, X, y, projected)
