@@ -117,3 +117,13 @@ def test_evaluate_names_the_inputs_on_overflow_and_flags_negative_printed_values
                 verdict=Verdict.HOLDS, audit="a")
     with pytest.raises(RuntimeError, match="audited"):
         aud.evaluate({"x": 2.0})
+
+
+def test_array_given_for_a_scalar_constant_is_named() -> None:
+    import numpy as np
+
+    from genbounds.bounds import get
+
+    b = get("certificates.pac_bayes_catoni.audited")
+    with pytest.raises(ValueError, match="grid_size"):
+        b.evaluate({"empirical_risk": 0.1, "kl": 1.0, "n": 100}, grid_size=np.array([1.0, 2.0]))

@@ -46,11 +46,12 @@ def test_chapter_has_the_course_shape(doc: str) -> None:
     directives = _directives(text)
     names = [n for n, _, _ in directives]
     assert any(n.startswith("prf:") for n in names), f"{doc}: no sphinx-proof statement"
-    exercises = {m["label"] for n, _, body in directives if n == "exercise"
+    # the directive form and sphinx-exercise's gated form ({exercise-start} ... with code cells)
+    exercises = {m["label"] for n, _, body in directives if n in ("exercise", "exercise-start")
                  for m in [re.search(r"^:label:\s*(?P<label>\S+)", body, re.M) or {"label": ""}]}
     exercises.discard("")
     assert len(exercises) >= 3, f"{doc}: {len(exercises)} labelled exercises, need 3"
-    solutions = {arg: body for n, arg, body in directives if n == "solution"}
+    solutions = {arg: body for n, arg, body in directives if n in ("solution", "solution-start")}
     for label in exercises:
         assert label in solutions, f"{doc}: exercise {label} has no solution"
         assert re.search(r"^:class:\s*dropdown", solutions[label], re.M), (

@@ -313,7 +313,8 @@ class Bound:
             raise ValueError(f"unknown constants {sorted(unknown)} for bound {self.key!r}; "
                              f"it takes {sorted(self.constants)}")
         args: dict[str, Any] = {q: _scalar(quantities[q], q) for q in self.needs}
-        args.update({**self.constants, **constants})
+        args.update(self.constants)
+        args.update({c: _scalar(v, c) for c, v in constants.items()})
         args.update(self.fixed)
         try:
             out = self.fn(**args)
