@@ -311,7 +311,7 @@ _STOCH = ("loss with values in [0, 1] (the 0-1 loss, or a clipped loss rescaled 
 
 def _kl_value(empirical_risk: float, kl: float, n: int, delta: float,
               grid_size: float = 1.0) -> BoundValue:
-    g = int(grid_size)
+    g = _count(grid_size, "grid_size", 1)
     v = pac_bayes_kl(empirical_risk, kl, n, delta, grid_size=g)
     return BoundValue(
         v, BoundKind.TRUE_LOSS,
@@ -325,7 +325,7 @@ def _kl_value(empirical_risk: float, kl: float, n: int, delta: float,
 
 def _mcallester_value(empirical_risk: float, kl: float, n: int, delta: float,
                       grid_size: float = 1.0) -> BoundValue:
-    g = int(grid_size)
+    g = _count(grid_size, "grid_size", 1)
     v = pac_bayes_mcallester(empirical_risk, kl, n, delta, grid_size=g)
     return BoundValue(
         v, BoundKind.TRUE_LOSS,
@@ -339,7 +339,7 @@ def _mcallester_value(empirical_risk: float, kl: float, n: int, delta: float,
 
 def _catoni_value(empirical_risk: float, kl: float, n: int, delta: float, C: float,
                   grid_size: float = 1.0) -> BoundValue:
-    g = int(grid_size)
+    g = _count(grid_size, "grid_size", 1)
     v = pac_bayes_catoni(empirical_risk, kl, n, delta, C, grid_size=g)
     return BoundValue(
         v, BoundKind.TRUE_LOSS, terms={"empirical_risk": empirical_risk, "kl": kl},
@@ -394,9 +394,10 @@ register(Bound(
     verdict=Verdict.HOLDS, audit="cert-thm-catoni"))
 def _gaussian_value(mc_error: float, mc_samples: float, kl: float, n: int, delta: float,
                     mc_share: float, grid_size: float, n_prior: float = 0.0) -> BoundValue:
-    g = int(grid_size)
-    c = gaussian_certificate(mc_error, int(mc_samples), kl, n, delta, mc_share=mc_share,
-                             grid_size=g)
+    g = _count(grid_size, "grid_size", 1)
+    samples = _count(mc_samples, "mc_samples", 1)
+    n_prior = check_nonnegative(n_prior, "n_prior")
+    c = gaussian_certificate(mc_error, samples, kl, n, delta, mc_share=mc_share, grid_size=g)
     prior = ("data-dependent: mean trained on a prior set of n_prior points disjoint from the n "
              "bound-set points" if n_prior > 0 else "centred at the initialisation")
     return BoundValue(
@@ -404,7 +405,7 @@ def _gaussian_value(mc_error: float, mc_samples: float, kl: float, n: int, delta
         terms={"mc_error": mc_error, "mc_upper": c["mc_upper"], "kl": kl,
                "budget": c["budget"], "mcallester": c["mcallester"]},
         constants={"delta": delta, "mc_share": mc_share, "grid_size": g,
-                   "mc_samples": int(mc_samples), "n_prior": n_prior},
+                   "mc_samples": samples, "n_prior": n_prior},
         choices={"predictor": "stochastic (Gibbs): a fresh network from the Gaussian posterior "
                               "per prediction", "prior": prior,
                  "delta split": "mc_share * delta to the Monte Carlo bound, the rest to "

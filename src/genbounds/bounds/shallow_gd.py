@@ -197,7 +197,8 @@ def m_quantity(v: float, o: float, k: float, q: float, R_O: float, R_V: float, R
     c = 2.0 / math.sqrt(check_int(d_m, "d_m")) * x["R_X"] ** 2 * check_int(d_s, "d_s")
     vo = x["v"] * x["o"]
     return _finite(max(x["v"] / r["R_O"], x["o"] / r["R_V"], c * x["k"] * vo / r["R_Q"],
-                       c * x["q"] * vo / r["R_K"]), "M (radii too small or norms too large)")
+                       c * x["q"] * vo / r["R_K"]),
+                   "M (radii R_O, R_V, R_Q, R_K too small or norms too large)")
 
 
 @_no_overflow
