@@ -6,8 +6,9 @@ directive form (```` ```{solution} label ```` ... ```` ``` ````) and the gated f
 The edition is written to ``_build/student/``:
 
 - ``src/``: a copy of the book's sources (``_config.yml``, ``_toc.yml``, ``book/``, ``tools/``,
-  the chapters with solutions removed), built into ``html/`` with ``-W -n`` and without executing
-  the notebooks (the instructor's build executes them; a student runs them);
+  the chapters with solutions removed), built into ``html/`` without executing the notebooks
+  (the instructor's build executes them; a student runs them), so without ``-W``: every
+  ``{glue}`` of an unexecuted chapter warns;
 - ``notebooks/<chapter>.ipynb``: each chapter as a notebook without outputs, for the students.
 
 Checks (any failure exits non-zero, so ``make test`` fails):
@@ -207,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     problems, src = write_edition(args.root, args.out)
     if not args.no_build:
         jb = Path(sys.executable).parent / "jupyter-book"
-        res = subprocess.run([str(jb), "build", str(src), "--all", "-W", "-n", "--keep-going",
+        # without -W: unexecuted notebooks have no glue values, and each {glue} role warns;
+        # the instructor's build (make book) is the one built with warnings as errors
+        res = subprocess.run([str(jb), "build", str(src), "--all", "-n", "--keep-going",
                               "--path-output", str(args.out)], capture_output=True, text=True)
         if res.returncode != 0:
             print(res.stdout[-4000:], res.stderr[-4000:], sep="\n")
