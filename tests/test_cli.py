@@ -97,3 +97,24 @@ def test_estimate_costs_nothing_when_every_unit_is_stored(tmp_path, monkeypatch)
     n = len(exp.units(cfg))
     assert text == f"nothing to compute: all {n} units stored ({n * 0.5:.1f} min of measured " \
                    "wall time)"
+
+
+def test_match_selects_units_by_their_fields_and_names_bad_items(tmp_path, capsys) -> None:
+    from genbounds.experiments.registry import get_experiment, select_units
+
+    e = get_experiment("shallow_gd")
+    units = e.units(e.config("paper"))
+    row = select_units(units, {"N": "400"})
+    assert row and all(u.N == 400 for u in row) and len(row) < len(units)
+    assert select_units(units, {"N": "400", "d_m": "4096"}) == [
+        u for u in units if u.N == 400 and u.d_m == 4096]
+    with pytest.raises(ValueError, match="no field 'foo'"):
+        select_units(units, {"foo": "1"})
+    with pytest.raises(ValueError, match="values present"):
+        select_units(units, {"N": "3"})
+    for bad in (["--match", "N"], ["--match", "foo=1"], ["--match", "N=3"]):
+        code = main(["reproduce", "--scale", "paper", "--only", "shallow_gd",
+                     "--results-dir", str(tmp_path), *bad])
+        assert code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--match" in err[0]

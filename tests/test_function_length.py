@@ -12,12 +12,7 @@ ROOT = Path(genbounds.__file__).parent
 
 #: Functions over the limit in modules other sessions own, reported to them (issue #17); each
 #: entry must still exist and still be too long (so a fixed one is removed from this list).
-KNOWN_LONG: dict[str, str] = {
-    "data/mnist.py:load_mnist01": (
-        "data session; in the code fingerprint of the stored paper-scale shallow_gd units: "
-        "split it together with their next recomputation"
-    ),
-}
+KNOWN_LONG: dict[str, str] = {}
 
 
 def function_lengths() -> dict[str, int]:

@@ -328,3 +328,15 @@ def test_records_from_before_code_modules_still_load(tmp_path) -> None:
     assert old is not None and old.provenance.code_modules is None
     np.testing.assert_array_equal(old.arrays["x"], res.arrays["x"])
     assert "same code" in old.describe()
+
+
+def test_provenance_takes_the_commit_from_the_environment_where_git_cannot_say(monkeypatch
+                                                                               ) -> None:
+    from genbounds.results import provenance as prov
+
+    monkeypatch.setattr(prov, "_git", lambda *args: None)
+    monkeypatch.delenv(prov.GIT_COMMIT_ENV, raising=False)
+    assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_commit == "unknown"
+    monkeypatch.setenv(prov.GIT_COMMIT_ENV, "abc123")
+    p = prov.Provenance.now(device="cpu", wall_time_s=1.0)
+    assert p.git_commit == "abc123" and not p.git_dirty

@@ -319,3 +319,14 @@ def test_memory_budget_bounds_the_peak_memory_of_a_full_batch_step() -> None:
     # activations; parameters, gradients, optimizer moments and the data come on top)
     assert peak_micro < 2 * 64 * 2**20
     assert loss_micro == pytest.approx(loss_whole, rel=1e-6)
+
+
+def test_retaining_freed_memory_is_asked_once_per_process() -> None:
+    import platform
+
+    from genbounds.train.memory import retain_freed_memory
+
+    first = retain_freed_memory()
+    assert retain_freed_memory() is first
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert first is True

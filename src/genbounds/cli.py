@@ -6,7 +6,8 @@ Subcommands::
     python -m genbounds experiments                             every registered study
     python -m genbounds reproduce [--scale quick|paper] [--only NAME ...]
                                   [--results-dir DIR] [--recompute-damaged] [--recompute]
-                                  [--budget-minutes M]          fill the results store (resumable)
+                                  [--budget-minutes M] [--match FIELD=VALUE ...]
+                                                                fill the results store (resumable)
     python -m genbounds reproduce --status [--scale S]          what is stored, in progress, missing
     python -m genbounds store check [--root DIR] ...            verify every stored result
 
@@ -71,8 +72,10 @@ def _cmd_experiments(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe_estimate(e: Any, cfg: Any, store: Any = None) -> str:
-    """The estimate of what is left to compute of ``e`` at ``cfg``.
+def describe_estimate(e: Any, cfg: Any, store: Any = None,
+                      match: dict[str, str] | None = None) -> str:
+    """The estimate of what is left to compute of ``e`` at ``cfg`` (of the units ``match``
+    selects, when given: :func:`genbounds.experiments.registry.select_units`).
 
     With a ``store``, units already stored are not estimated: when every unit is stored this
     costs no measurement (it says so, with the wall time the stored units record); otherwise
@@ -80,16 +83,18 @@ def describe_estimate(e: Any, cfg: Any, store: Any = None) -> str:
     measured-rate model of :mod:`genbounds.estimates`, else ``"no estimate"``.
     """
     from genbounds import estimates
+    from genbounds.experiments.registry import select_units
 
     if store is not None:
         units = list(e.units(cfg))
-        missing = [u for u in units if not store.has(u)]
+        chosen = select_units(units, match or {})
+        missing = [u for u in chosen if not store.has(u)]
         if not missing:
             wall = 0.0
-            for u in units:
+            for u in chosen:
                 stored = store.load(u, on_code_change="warn", code_modules=e.code)
                 wall += stored.wall_time_s if stored is not None else 0.0
-            return (f"nothing to compute: all {len(units)} units stored "
+            return (f"nothing to compute: all {len(chosen)} units stored "
                     f"({wall / 60:.1f} min of measured wall time)")
         if len(missing) < len(units) and e.estimate is None:
             per_unit = estimates.unit_seconds(e.name, cfg, store)  # calibrated on the stored
@@ -98,6 +103,12 @@ def describe_estimate(e: Any, cfg: Any, store: Any = None) -> str:
                 return (f"~{left / 60:.1f} min for the {len(missing)} missing of "
                         f"{len(units)} units (calibrated on the stored ones that ran on this "
                         "kind of device)")
+        if match and len(chosen) < len(units):
+            per_unit = estimates.unit_seconds(e.name, cfg, store)
+            if per_unit is not None and len(per_unit) == len(units):
+                left = sum(s for s, u in zip(per_unit, units, strict=True) if u in missing)
+                return f"~{left / 60:.1f} min for the {len(missing)} selected units to compute"
+            return f"no estimate for the {len(missing)} selected units alone"
     est = e.estimate(cfg) if e.estimate is not None else estimates.estimate(e.name, cfg, store)
     return "no estimate" if est is None else str(est.describe())
 
@@ -131,6 +142,17 @@ def _experiments(args: argparse.Namespace) -> list[Any]:
         raise UsageError(str(err)) from None
 
 
+def _match(args: argparse.Namespace) -> dict[str, str]:
+    """``--match FIELD=VALUE ...`` as a dict (UsageError for an item without ``=``)."""
+    out: dict[str, str] = {}
+    for item in args.match or ():
+        field, sep, value = item.partition("=")
+        if not sep or not field:
+            raise UsageError(f"--match takes FIELD=VALUE items, got {item!r}")
+        out[field] = value
+    return out
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     from genbounds.experiments.registry import status_lines
 
@@ -145,7 +167,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.status:
         return _cmd_status(args)
-    from genbounds.experiments.registry import sweep
+    from genbounds.experiments.registry import select_units, sweep
     from genbounds.results import DamagedResultError, report_damage, summarize_provenance
 
     scale = _scale(args)
@@ -156,16 +178,21 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         if not args.budget_minutes > 0:
             raise UsageError(f"--budget-minutes must be > 0, got {args.budget_minutes}")
         deadline = time.monotonic() + BUDGET_MARGIN * 60.0 * args.budget_minutes
+    match = _match(args)
     for e in exps:
         cfg = e.config(scale)
-        n_units = len(e.units(cfg))
+        try:
+            n_units = len(select_units(e.units(cfg), match))
+        except ValueError as err:
+            raise UsageError(f"--match for {e.name}: {err}") from None
         print(f"[{e.name}] scale={scale}, {n_units} units, estimate: "
-              f"{describe_estimate(e, cfg, store)}", flush=True)
+              f"{describe_estimate(e, cfg, store, match)}", flush=True)
         t0 = time.perf_counter()
         try:
             report = sweep(e, scale, store=store, progress=not args.no_progress,
                            on_code_change=args.on_code_change, recompute=args.recompute,
-                           recompute_damaged=args.recompute_damaged, deadline=deadline)
+                           recompute_damaged=args.recompute_damaged, deadline=deadline,
+                           match=match)
         except DamagedResultError as err:
             where = f" --results-dir {args.results_dir}" if args.results_dir else ""
             return int(report_damage(err, repair=(
@@ -215,6 +242,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="stop cleanly before M minutes: the unit running is told to stop at "
                         f"{BUDGET_MARGIN:.0%} of M, saves a checkpoint and is resumed by the "
                         "next run; a summary says what is done, in progress and left")
+    r.add_argument("--match", nargs="+", default=None, metavar="FIELD=VALUE",
+                   help="only the units whose config fields have these values, e.g. "
+                        "--only shallow_gd --match N=400 d_m=4096")
     r.add_argument("--status", action="store_true",
                    help="compute nothing: list each unit as stored, in progress or missing, "
                         "with the wall time and device it recorded")

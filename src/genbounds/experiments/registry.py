@@ -256,7 +256,10 @@ def _unit_label(unit: Any) -> str:
         for f in dataclasses.fields(unit):
             value = getattr(unit, f.name)
             default = f.default if f.default is not dataclasses.MISSING else None
-            if value != default and isinstance(value, int | float | str | bool):
+            scalar = isinstance(value, int | float | str | bool) or (
+                isinstance(value, tuple) and len(value) <= 4
+                and all(isinstance(v, int | float | str | bool) for v in value))
+            if value != default and scalar:
                 parts.append(f"{f.name}={value}")
         return f"{type(unit).__name__}({', '.join(parts[:4])})"
     return repr(unit)[:60]
@@ -354,13 +357,32 @@ class _Bar:
             self.bar.close()
 
 
-def _sweep_context(e: Experiment, scale: str | None, config: Any, store: ResultStore | None
+def select_units(units: Sequence[Any], match: Mapping[str, str]) -> list[Any]:
+    """The units whose fields match every ``field: value`` of ``match`` (compared as text:
+    ``str(getattr(unit, field)) == value``). ValueError naming ``match`` for a field no unit has
+    or when no unit matches; the values seen are listed."""
+    if not match:
+        return list(units)
+    for name in match:
+        if not all(hasattr(u, name) for u in units):
+            raise ValueError(f"match: the units ({type(units[0]).__name__}) have no field "
+                             f"{name!r}")
+    chosen = [u for u in units if all(str(getattr(u, f)) == v for f, v in match.items())]
+    if not chosen:
+        seen = {f: sorted({str(getattr(u, f)) for u in units}) for f in match}
+        raise ValueError(f"match: no unit has {dict(match)}; values present: {seen}")
+    return chosen
+
+
+def _sweep_context(e: Experiment, scale: str | None, config: Any, store: ResultStore | None,
+                   match: Mapping[str, str] | None = None
                    ) -> tuple[str, Any, list[Any], ResultStore]:
     scale_name = _scale_of(scale if scale is not None else get_scale())
     cfg = _config(e, scale_name, config)
     units = list(e.units(cfg))
     if not units:
         raise ValueError(f"experiment {e.name!r} produced no units for {cfg!r}")
+    units = select_units(units, match or {})
     if store is None:
         store = ResultStore(namespace=scale_name)
     return scale_name, cfg, units, store
@@ -377,9 +399,10 @@ def sweep(
     recompute_damaged: bool = False,
     recompute: bool = False,
     deadline: float | None = None,
+    match: Mapping[str, str] | None = None,
 ) -> SweepReport:
     """As :func:`reproduce`, but returns a :class:`SweepReport` instead of raising when a time
-    budget stops it.
+    budget stops it; ``match`` restricts the sweep to some units (:func:`select_units`).
 
     Each unit to compute runs inside :func:`genbounds.train.checkpoint.unit_checkpoint` with
     its checkpoint (:meth:`ResultStore.checkpoint_path
@@ -391,7 +414,7 @@ def sweep(
     would not finish is not started (the report says so).
     """
     e = get_experiment(exp) if isinstance(exp, str) else exp
-    scale_name, cfg, units, store = _sweep_context(e, scale, config, store)
+    scale_name, cfg, units, store = _sweep_context(e, scale, config, store, match)
     policy = on_code_change if on_code_change is not None else _default_policy(scale_name)
     nonfinite, text = e.declared()
     options: dict[str, Any] = {

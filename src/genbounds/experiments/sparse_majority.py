@@ -444,6 +444,7 @@ EXPERIMENT = register_experiment(Experiment(
                           else SparseMajorityConfig.quick()),
     units=sweep_configs,
     run_unit=_run_unit,
+    resumable=True,  # one train_ensemble call per unit: an engine stage of the unit checkpoint
     code=("genbounds.data.sparse_majority", "genbounds.models", "genbounds.train",
           "genbounds.norms", "genbounds.spectral", "genbounds.validation",
           "genbounds.bounds.trauger_tewari_notation", "genbounds.experiments.sparse_majority"),

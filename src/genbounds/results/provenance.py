@@ -195,6 +195,12 @@ def same_code(fingerprint: str, stored_modules: Sequence[str] | None,
     return fingerprint == code_fingerprint(stored_modules)
 
 
+GIT_COMMIT_ENV = "GENBOUNDS_GIT_COMMIT"
+"""Where git cannot say (a copy of the working tree without ``.git``, such as the one sent to a
+lent GPU machine), the commit recorded is this variable's value: whoever copies a *clean* checkout
+of commit C sets it to C (``tools/gpu_session.sh`` does); otherwise ``"unknown"``."""
+
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(
@@ -250,8 +256,10 @@ class Provenance:
             code_modules: Sequence[str] | None = None) -> Provenance:
         """Provenance of a result computed just now by the running code."""
         modules = normalize_code_modules(code_modules)
-        commit = _git("rev-parse", "HEAD") or "unknown"
+        commit = _git("rev-parse", "HEAD")
         status = _git("status", "--porcelain", "--untracked-files=no")
+        if commit is None:  # a copy of the tree without .git (e.g. sent to a GPU machine)
+            commit = os.environ.get(GIT_COMMIT_ENV) or "unknown"
         return cls(
             package_version=__version__,
             git_commit=commit,

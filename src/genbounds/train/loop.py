@@ -79,7 +79,7 @@ from genbounds.train.config import (
 from genbounds.train.evaluate import evaluate_models
 from genbounds.train.inputs import InputSet, as_tensor, is_lazy
 from genbounds.train.losses import check_labels
-from genbounds.train.memory import MemoryPlan, plan_memory
+from genbounds.train.memory import MemoryPlan, plan_memory, retain_freed_memory
 from genbounds.train.precision import matmul_precision
 from genbounds.train.state import History, ModelRecord, TensorState, subset
 from genbounds.train.step import BatchFn, apply_updates, batch_gradients
@@ -519,6 +519,8 @@ def train_ensemble(
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
     device = resolve_device(cfg.device)
+    if device.type == "cpu":
+        retain_freed_memory()  # large activations reused, not page-faulted in every step
     data = _check_data(X_train, y_train, X_val, y_val, loss, cfg, K, dtype, device)
     rngs = _shuffle_rngs(model, K, seed)
     ckpt = current_checkpoint() if checkpoint is None else (checkpoint or None)

@@ -33,12 +33,30 @@ so that results computed before are reproduced bit for bit.
 
 Results do not depend on these sizes beyond floating-point rounding (tested); pin
 ``micro_batch_size`` and ``eval_batch_size`` to make a run bitwise reproducible across machines.
+
+Reusing freed memory on CPU
+---------------------------
+PyTorch has no caching allocator on CPU: every tensor comes from the C library's ``malloc``,
+and glibc serves a block above its mmap threshold (128 KiB, raised dynamically up to 32 MiB)
+with a fresh ``mmap`` and gives it back with ``munmap`` when it is freed. A training step that
+allocates the same tens-of-MiB activations at every step then pays a page fault for every 4 KiB
+page of them, every step. :func:`retain_freed_memory` (called by
+:func:`genbounds.train.train_ensemble` on CPU) raises glibc's mmap and trim thresholds once per
+process (``mallopt``), so that such blocks come from the heap and freed ones are reused. Measured
+on the 2-core CPU (one thread, 2026-11-26): a full-batch step of the shallow encoder (K = 3,
+N = 400, 16 tokens, d = 64, d_m = 1024) from 0.22 s to 0.15 s; the ``(3, 6400, 64) x (64, 1024)``
+value product alone reaches 73 instead of 38 GFLOP/s. The cost: memory a run has freed stays
+with the process (its resident size does not shrink back between steps). Numbers are unchanged
+(only where memory comes from changes). Not glibc (macOS, musl, Windows): nothing is done.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 import os
+import platform
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +77,7 @@ __all__ = [
     "memory_budget",
     "micro_batch_size",
     "plan_memory",
+    "retain_freed_memory",
     "saved_activation_bytes",
 ]
 
@@ -66,6 +85,25 @@ __all__ = [
 ACTIVATION_OVERHEAD = 3.0
 _LEGACY_EVAL_ELEMENTS = {"cuda": 2**26, "cpu": 2**23}
 _FALLBACK_BYTES = 4 * 2**30
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+#: Blocks up to this size come from the heap once :func:`retain_freed_memory` ran (1 GiB).
+RETAIN_BELOW_BYTES = 2**30
+_RETAINED: list[bool] = []
+
+
+def retain_freed_memory() -> bool:
+    """Make glibc serve blocks up to :data:`RETAIN_BELOW_BYTES` from the heap and keep freed
+    memory for reuse (see the module docstring); once per process. True when glibc accepted it
+    (now or before), False where the C library is not glibc."""
+    if _RETAINED:
+        return _RETAINED[0]
+    ok = False
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, RETAIN_BELOW_BYTES)) and bool(
+            libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+    _RETAINED.append(ok)
+    return ok
 
 
 def available_memory_bytes(device: torch.device) -> int:
