@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+import torch
 
 from genbounds import cli
 from genbounds.experiments import registry
@@ -154,7 +155,8 @@ def test_cli_budget_prints_done_in_progress_left_and_exits_0(tmp_path, fake, cap
     assert cli.main(["reproduce", "--status", "--only", "fake_budget", "--scale", "quick",
                      "--results-dir", str(tmp_path)]) == 0
     status = capsys.readouterr().out
-    assert "1 stored, 1 in progress, 1 missing" in status and "min on cpu" in status
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # the fake unit runs on "auto"
+    assert "1 stored, 1 in progress, 1 missing" in status and f"min on {device}" in status
     assert cli.main(["reproduce", "--only", "fake_budget", "--scale", "quick", "--results-dir",
                      str(tmp_path), "--no-progress"]) == 0
     assert "estimate: ~" in capsys.readouterr().out

@@ -28,6 +28,14 @@ from genbounds.train import (
     unit_checkpoint,
 )
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resumption is bitwise on the CPU (the claim tested here): "auto" means the CPU here,
+    also on a machine with a GPU."""
+    real = loop.resolve_device
+    monkeypatch.setattr(loop, "resolve_device", lambda d: real("cpu" if d == "auto" else d))
+
 F64 = torch.float64
 D, H, KD, T = 6, 2, 3, 5
 

@@ -131,3 +131,16 @@ def test_norm_unit_respects_the_ball() -> None:
     assert np.all(out["l11_scale"] == u.l11_scale)
     assert np.all(out["norm.Wv_l11_max"] <= u.l11_scale * float(
         teacher.W_v.detach().abs().sum()) + 1e-9)
+
+
+def test_a_dead_teacher_is_drawn_again_and_a_live_one_is_unchanged() -> None:
+    # the paper scale's two-layer teacher from seed 12345 is constant (ReLU kills every value)
+    t = e.make_teacher(4, 2, 1, 2, 2, 8)
+    assert t.seeds[0] > 12345
+    X = torch.randn(1, 500, 8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert float(t(X).std()) > 0.5
+    live = e.make_teacher(3, 2, 1, 1, 2, 4)
+    assert live.seeds[0] == 12345
+    with pytest.raises(ValueError, match="constant"):
+        e.make_teacher(4, 2, 1, 2, 2, 8, max_redraws=0)

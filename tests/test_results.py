@@ -330,13 +330,17 @@ def test_records_from_before_code_modules_still_load(tmp_path) -> None:
     assert "same code" in old.describe()
 
 
-def test_provenance_takes_the_commit_from_the_environment_where_git_cannot_say(monkeypatch
+def test_provenance_takes_the_commit_from_the_environment_when_given(monkeypatch
                                                                                ) -> None:
     from genbounds.results import provenance as prov
 
     monkeypatch.setattr(prov, "_git", lambda *args: None)
     monkeypatch.delenv(prov.GIT_COMMIT_ENV, raising=False)
     assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_commit == "unknown"
-    monkeypatch.setenv(prov.GIT_COMMIT_ENV, "abc123")
+    monkeypatch.setattr(prov, "_git", lambda *args: "d230b26" if args[0] == "rev-parse" else "M x")
+    assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_commit == "d230b26"
+    monkeypatch.setenv(prov.GIT_COMMIT_ENV, "abc123")  # a copy whose .git is stale
     p = prov.Provenance.now(device="cpu", wall_time_s=1.0)
     assert p.git_commit == "abc123" and not p.git_dirty
+    monkeypatch.setenv(prov.GIT_DIRTY_ENV, "1")
+    assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_dirty

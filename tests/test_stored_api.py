@@ -101,7 +101,9 @@ def test_figure_and_panel_labels_name_device_and_date(tmp_path, fake) -> None:
     fig, ax = plt.subplots()
     text = annotate_provenance(fig, "fake data", scale="paper", stored=parts)
     date = parts[0].created_utc[:10]
-    assert "stored results (3 units)" in text and date in text and "cpu" in text
+    device = parts[0].device.split(" (")[0]  # "cpu" or "cuda", as recorded
+    short = "cpu" if device == "cpu" else parts[0].device.split("(")[1].split(")")[0]
+    assert "stored results (3 units)" in text and date in text and short in text
     assert "stale" not in text
     panel = label_stored(ax, load_stored(fake, "paper", store=store), scale="paper")
     assert panel.startswith("paper scale, stored: cpu") and panel.endswith(date)

@@ -67,6 +67,12 @@ GOLDEN_V1 = {
 CONFIGS = {"TINY_SGD": TINY_SGD, "TINY_ADAM": TINY_ADAM}
 
 
+#: The version-1 numbers were written with the pinned torch (requirements.txt) on an x86-64 CPU;
+#: another torch build or CPU sums in another order (measured with torch 2.11 on the GPU
+#: machine's CPU: 1.5e-6 relative on one l1 norm).
+RTOL = 1e-6 if torch.__version__.split("+")[0] == "2.13.0" else 1e-5
+
+
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict[str, np.ndarray]]:
     return {name: run(cfg) for name, cfg in CONFIGS.items()}
@@ -77,7 +83,7 @@ def test_version_1_numbers_unchanged(results: dict[str, dict[str, np.ndarray]],
                                      name: str) -> None:
     out = results[name]
     for key, expected in GOLDEN_V1[name].items():
-        np.testing.assert_allclose(out[key], expected, rtol=1e-6, atol=1e-9, err_msg=key)
+        np.testing.assert_allclose(out[key], expected, rtol=RTOL, atol=1e-9, err_msg=key)
 
 
 def test_n_test_changes_nothing_else(results: dict[str, dict[str, np.ndarray]]) -> None:

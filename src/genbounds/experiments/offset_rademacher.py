@@ -269,21 +269,37 @@ def project_l11(t: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
 
 # ------------------------------------------------------------------------------ teacher
 def make_teacher(d: int, k: int, heads: int, layers: int, rank: int, T: int,
-                 seed: int = 12345) -> LiTransformer:
+                 seed: int = 12345, max_redraws: int = 100) -> LiTransformer:
     """The fixed teacher: a float64 :class:`LiTransformer` with ``rank_qk = k = rank``, its
     readout rescaled so that ``Var f*(X) = 1`` for standard Gaussian inputs (estimated on
-    20,000 inputs from a fixed seed)."""
+    20,000 inputs from a fixed seed).
+
+    A drawn teacher can be *dead*: with ReLU after attention and rank-2 values, a deeper
+    teacher's last attention values can be negative for every input, so that ``f* = 0``
+    identically (found at the paper scale's ``d = 4, T = 8``, two layers, seed 12345: standard
+    deviation exactly 0). Such a teacher cannot be normalised and teaches nothing, so the
+    weights are drawn again from ``seed + 1, seed + 2, ...`` (at most ``max_redraws`` times;
+    then ValueError naming the sizes); the seed used is ``teacher.seeds[0]``, stored
+    by :func:`run_unit` as ``teacher_seed``. Teachers
+    that are not dead are unchanged (the first seed is used)."""
     for name, v in (("d", d), ("k", k), ("heads", heads), ("layers", layers), ("T", T)):
         check_int(v, name)
     check_int(rank, "rank", 1, d)
     check_int(seed, "seed", 0)
-    t = LiTransformer(d, rank, heads=heads, layers=layers, rank_qk=rank, seeds=[seed],
-                      dtype=torch.float64)
+    check_int(max_redraws, "max_redraws", 0)
     X = torch.as_tensor(np.random.default_rng(seed).standard_normal((1, 20000, T, d)))
-    with torch.no_grad():
-        sd = float(t(X).std())
-        t.w.mul_(1.0 / sd)
-    return t
+    for s in range(seed, seed + max_redraws + 1):
+        t = LiTransformer(d, rank, heads=heads, layers=layers, rank_qk=rank, seeds=[s],
+                          dtype=torch.float64)
+        with torch.no_grad():
+            sd = float(t(X).std())
+        if sd > 1e-12:
+            with torch.no_grad():
+                t.w.mul_(1.0 / sd)
+            return t
+    raise ValueError(f"make_teacher: every teacher drawn from seeds {seed}..{seed + max_redraws}"
+                     f" is constant on Gaussian inputs (d={d}, rank={rank}, heads={heads}, "
+                     f"layers={layers}, T={T})")
 
 
 def _teacher_fn(teacher: LiTransformer) -> Callable[[np.ndarray], np.ndarray]:
@@ -434,6 +450,7 @@ def run_unit(u: StudentUnit, progress: bool = False) -> dict[str, np.ndarray]:
         "fraction_truncated": frac,
         "B_f_student": np.abs(f_tr).max(axis=1),
         "wall_time_s": np.full(u.seeds, time.perf_counter() - t0),
+        "teacher_seed": np.full(u.seeds, teacher.seeds[0]),
         **_bounds_inputs(np.stack([t.X for t in tr]), fstar_tr),
     }
     out["threshold_M"] = np.where(np.isinf(out["threshold_M"]), 0.0, out["threshold_M"])

@@ -196,9 +196,13 @@ def same_code(fingerprint: str, stored_modules: Sequence[str] | None,
 
 
 GIT_COMMIT_ENV = "GENBOUNDS_GIT_COMMIT"
-"""Where git cannot say (a copy of the working tree without ``.git``, such as the one sent to a
-lent GPU machine), the commit recorded is this variable's value: whoever copies a *clean* checkout
-of commit C sets it to C (``tools/gpu_session.sh`` does); otherwise ``"unknown"``."""
+"""When set, the commit recorded instead of asking git: for a copy of the working tree sent to
+another machine (a lent GPU), whose ``.git`` may be missing or stale (on 2026-11-26 such a copy
+held the ``.git`` of an older commit, and git reported that commit, dirty). Whoever copies a
+checkout of commit C sets it to C (``tools/gpu_session.sh`` takes C as its argument), and
+:data:`GIT_DIRTY_ENV` to ``1`` if the copy had uncommitted changes."""
+GIT_DIRTY_ENV = "GENBOUNDS_GIT_DIRTY"
+"""``1``: the copy named by :data:`GIT_COMMIT_ENV` had uncommitted changes (default ``0``)."""
 
 
 def _git(*args: str) -> str | None:
@@ -256,14 +260,16 @@ class Provenance:
             code_modules: Sequence[str] | None = None) -> Provenance:
         """Provenance of a result computed just now by the running code."""
         modules = normalize_code_modules(code_modules)
-        commit = _git("rev-parse", "HEAD")
-        status = _git("status", "--porcelain", "--untracked-files=no")
-        if commit is None:  # a copy of the tree without .git (e.g. sent to a GPU machine)
-            commit = os.environ.get(GIT_COMMIT_ENV) or "unknown"
+        given = os.environ.get(GIT_COMMIT_ENV)
+        if given:  # a copy of the tree whose own .git (if any) cannot be trusted
+            commit, dirty = given, os.environ.get(GIT_DIRTY_ENV, "0") == "1"
+        else:
+            commit = _git("rev-parse", "HEAD") or "unknown"
+            dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
         return cls(
             package_version=__version__,
             git_commit=commit,
-            git_dirty=bool(status),
+            git_dirty=dirty,
             code_fingerprint=code_fingerprint(modules),
             device=device,
             wall_time_s=float(wall_time_s),
