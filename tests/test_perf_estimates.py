@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import numpy as np
 import pytest
 
 import genbounds.experiments  # noqa: F401  (registers the studies)
@@ -112,12 +113,30 @@ def test_calibrated_estimate_of_a_unit_is_within_2x_of_its_real_run(tmp_path) ->
                code_modules=exp.code, nonfinite=nonfinite, text=text)
     raw = unit_seconds("sparse_majority", cfg)
     assert raw is not None
-    factor = calibration("sparse_majority", cfg, store, raw)
-    assert factor is not None and factor[1] == 1
+    cal = calibration("sparse_majority", cfg, store, raw)
+    assert cal is not None and cal.n == 1 and cal.exponent == 1.0
     calibrated = unit_seconds("sparse_majority", cfg, store)
     assert calibrated is not None
     out1, wall = best_of_two(units[1])
     assert (out1["epochs_trained"] == cfg.max_epochs).all()  # the cap is the real epoch count
     print(f"unit T=18: real {wall:.2f} s, calibrated estimate {calibrated[1]:.2f} s, "
-          f"uncalibrated {raw[1]:.2f} s (factor {factor[0]:.2f}; unit T=9 ran {wall0:.2f} s)")
+          f"uncalibrated {raw[1]:.2f} s (factor {cal.scale:.2f}; unit T=9 ran {wall0:.2f} s)")
     assert calibrated[1] / 2 < wall < 2 * calibrated[1], (calibrated[1], wall, raw[1])
+
+
+def test_calibration_is_a_factor_for_few_units_and_a_robust_power_for_a_sweep() -> None:
+    from genbounds.estimates import fit_calibration
+
+    two = fit_calibration([1.0, 2.0], [3.0, 7.0])
+    assert two.exponent == 1.0 and two.scale == pytest.approx(3.25)
+    p = np.array([10.0, 30.0, 100.0, 300.0, 1000.0])
+    m = 7.0 * p**0.6
+    m_out = m.copy()
+    m_out[0] *= 20  # one unit that ran under heavy load
+    for meas in (m, m_out):
+        cal = fit_calibration(p, meas)
+        assert cal.exponent == pytest.approx(0.6, abs=0.05)
+        assert cal(3000.0) == pytest.approx(7.0 * 3000.0**0.6, rel=0.1)
+    for bad in (([1.0], [0.0]), ([1.0, np.nan], [1.0, 1.0]), ([1.0, 2.0], [1.0])):
+        with pytest.raises(ValueError, match="predicted and measured"):
+            fit_calibration(*bad)

