@@ -603,49 +603,25 @@ def sauer_shelah_bound(n: int, vc_dim: int) -> int:
 def binary_kl(q: float, p: float) -> float:
     """``kl(q || p) = q log(q/p) + (1-q) log((1-q)/(1-p))`` for ``q, p`` in ``[0, 1]``.
 
-    Where the divergence is infinite (``p = 0 < q`` or ``p = 1 > q``) it raises a
-    ``ValueError`` naming ``p``.
+    The book's one implementation is :func:`genbounds.bounds.pac_bayes.binary_kl`, which returns
+    ``inf`` where the divergence is infinite (``p = 0 < q`` or ``p = 1 > q``); this form, for
+    the Foundations chapter's bounds, raises a ``ValueError`` naming ``p`` there instead.
     """
-    qv = check_probability(q, "q", open_interval=False)
-    pv = check_probability(p, "p", open_interval=False)
-    out = _binary_kl(qv, pv)
+    from genbounds.bounds.pac_bayes import binary_kl as kl
+
+    out = kl(q, p)
     if math.isinf(out):
-        raise ValueError(f"p must be in (0, 1) where q = {qv!r} puts mass outside {{0, 1}} "
+        raise ValueError(f"p must be in (0, 1) where q = {float(q)!r} puts mass outside {{0, 1}} "
                          f"(kl(q || p) is infinite), got {p!r}")
     return out
 
 
-def _binary_kl(qv: float, pv: float) -> float:
-    out = 0.0
-    for a, b in ((qv, pv), (1.0 - qv, 1.0 - pv)):
-        if a > 0.0:
-            if b <= 0.0:
-                return math.inf
-            out += a * math.log(a / b)
-    return max(out, 0.0)
-
-
 def kl_inverse_upper(q: float, budget: float) -> float:
-    """``max {p in [q, 1] : kl(q || p) <= budget}``, by bisection to machine precision.
+    """``max {p in [q, 1] : kl(q || p) <= budget}``
+    (:func:`genbounds.bounds.pac_bayes.kl_inverse_upper`, bisection to ``1e-12``)."""
+    from genbounds.bounds.pac_bayes import kl_inverse_upper as inverse
 
-    ``kl(q || .)`` is continuous and increasing on ``[q, 1]``, so the set is an interval.
-    """
-    qv = check_probability(q, "q", open_interval=False)
-    b = check_nonnegative(budget, "budget")
-    if qv >= 1.0 or _binary_kl(qv, 1.0) <= b:
-        return 1.0
-    if b == 0.0:
-        return qv
-    lo, hi = qv, 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _binary_kl(qv, mid) <= b:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15:
-            break
-    return lo
+    return inverse(q, budget)
 
 
 def pac_bayes_kl_bound(empirical_risk: float, kl_divergence: float, n: int,

@@ -85,6 +85,8 @@ def kl_inverse_upper(q: float, budget: float) -> float:
     b = check_nonnegative(budget, "budget")
     if qv >= 1.0 or binary_kl(qv, 1.0) <= b:
         return 1.0
+    if b == 0.0:  # kl(q || p) = 0 only at p = q
+        return qv
     lo, hi = qv, 1.0
     while hi - lo > _TOL:
         mid = 0.5 * (lo + hi)
