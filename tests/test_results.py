@@ -253,6 +253,9 @@ def fake_package(tmp_path, monkeypatch):
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text)
     monkeypatch.setattr(results.provenance, "PACKAGE_DIR", pkg)
+    # these tests edit "package" files between runs, each run standing for a new process: the
+    # check against the files as this process imported them does not apply to the stand-in
+    monkeypatch.setattr(results.provenance, "check_source_unchanged", lambda modules=None: None)
     return pkg
 
 
@@ -344,3 +347,25 @@ def test_provenance_takes_the_commit_from_the_environment_when_given(monkeypatch
     assert p.git_commit == "abc123" and not p.git_dirty
     monkeypatch.setenv(prov.GIT_DIRTY_ENV, "1")
     assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_dirty
+
+
+def test_a_source_edited_after_import_is_not_stored(tmp_path, monkeypatch) -> None:
+    import genbounds
+    from genbounds.results import CodeChangedError, ResultStore, describe_device
+
+    @dataclass(frozen=True)
+    class EditedUnit:
+        PROTOCOL_VERSION: ClassVar[int] = 1
+        n: int = 1
+
+    key = "experiments/registry.py"
+    monkeypatch.setitem(genbounds.SOURCE_AT_IMPORT, key, "0" * 64)  # as if edited since import
+    store = ResultStore(tmp_path, namespace="quick")
+    with pytest.raises(CodeChangedError, match="experiments/registry.py changed on disk"):
+        store.save(EditedUnit(), {"x": np.ones(2)}, device=describe_device("cpu"),
+                   wall_time_s=1.0, code_modules=("genbounds.experiments.registry",))
+    assert not store.has(EditedUnit())
+    # a result whose fingerprint does not cover the edited file is stored
+    store.save(EditedUnit(), {"x": np.ones(2)}, device=describe_device("cpu"), wall_time_s=1.0,
+               code_modules=("genbounds.scale",))
+    assert store.has(EditedUnit())

@@ -22,5 +22,21 @@ Modules (each answers one question):
 
 from __future__ import annotations
 
+import hashlib as _hashlib
+from pathlib import Path as _Path
+
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+__all__ = ["SOURCE_AT_IMPORT", "__version__"]
+
+
+def _source_snapshot() -> dict[str, str]:
+    root = _Path(__file__).parent
+    return {p.relative_to(root).as_posix(): _hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*.py"))}
+
+
+#: SHA-256 of every source file of the package when this process imported it (about a
+#: millisecond). A stored result's code fingerprint is computed when it is saved; if a file it
+#: covers changed on disk since this snapshot, the code that ran may not be the code the
+#: fingerprint describes, and the store refuses to save (``genbounds.results.CodeChangedError``).
+SOURCE_AT_IMPORT: dict[str, str] = _source_snapshot()

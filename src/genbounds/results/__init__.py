@@ -54,6 +54,7 @@ from genbounds.results.errors import (
 from genbounds.results.files import default_results_dir
 from genbounds.results.keys import config_hash, config_to_dict
 from genbounds.results.provenance import (
+    CodeChangedError,
     Provenance,
     code_fingerprint,
     code_modules_of,
@@ -77,6 +78,7 @@ from genbounds.results.store import (
 
 __all__ = [
     "DAMAGE_EXIT_CODE",
+    "CodeChangedError",
     "Damage",
     "DamagedResultError",
     "OnCodeChange",

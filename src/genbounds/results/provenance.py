@@ -27,7 +27,9 @@ from typing import Any
 from genbounds import __version__
 
 __all__ = [
+    "CodeChangedError",
     "Provenance",
+    "check_source_unchanged",
     "code_fingerprint",
     "code_modules_of",
     "describe_device",
@@ -78,6 +80,29 @@ def module_files(modules: Sequence[str] | None = None) -> list[Path]:
         path = _module_path(module, "modules")
         files.update(path.rglob("*.py") if path.is_dir() else [path])
     return sorted(files)
+
+
+class CodeChangedError(RuntimeError):
+    """A source file a result's fingerprint covers changed on disk after this process imported
+    the package: the result was computed by code the fingerprint cannot name (not stored)."""
+
+
+def check_source_unchanged(modules: Sequence[str] | None = None) -> None:
+    """:class:`CodeChangedError` naming the files of ``modules`` (as :func:`module_files`) whose
+    content differs from :data:`genbounds.SOURCE_AT_IMPORT` (found on 2026-11-26: a notebook
+    imported the old code, a file was edited, and the records claimed the new code)."""
+    from genbounds import SOURCE_AT_IMPORT
+
+    changed = []
+    for path in module_files(modules):
+        rel = path.relative_to(PACKAGE_DIR).as_posix()
+        if SOURCE_AT_IMPORT.get(rel) != hashlib.sha256(path.read_bytes()).hexdigest():
+            changed.append(rel)
+    if changed:
+        raise CodeChangedError(
+            f"{', '.join(changed)} changed on disk after this process imported genbounds: the "
+            "result was computed by the code as imported, which its fingerprint cannot name, so "
+            "it is not stored; restart the process (kernel) and run again")
 
 
 def code_fingerprint(modules: Sequence[str] | None = None) -> str:
@@ -260,6 +285,7 @@ class Provenance:
             code_modules: Sequence[str] | None = None) -> Provenance:
         """Provenance of a result computed just now by the running code."""
         modules = normalize_code_modules(code_modules)
+        check_source_unchanged(modules)
         given = os.environ.get(GIT_COMMIT_ENV)
         if given:  # a copy of the tree whose own .git (if any) cannot be trusted
             commit, dirty = given, os.environ.get(GIT_DIRTY_ENV, "0") == "1"
