@@ -242,8 +242,9 @@ def family_data(unit: CertUnit, j: int) -> _Data:
                          T=unit.T)
     te = teacher_student(unit.n_test, unit.d, noise_std=unit.noise_std, teacher=fstar,
                          seed=unit.seed_of(j, 1), T=unit.T)
-    return _Data(torch.as_tensor(tr.X, dtype=f), torch.as_tensor(tr.y, dtype=f),
-                 torch.as_tensor(te.X, dtype=f), torch.as_tensor(te.y, dtype=f))
+    # np.array copies: the data module's arrays are read-only, which torch warns about
+    X, y, Xt, yt = (torch.as_tensor(np.array(a), dtype=f) for a in (tr.X, tr.y, te.X, te.y))
+    return _Data(X, y, Xt, yt)
 
 
 def make_model(unit: CertUnit, X: torch.Tensor, seed: int) -> torch.nn.Module:
