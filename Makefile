@@ -47,7 +47,7 @@ test: $(STAMP) $(SITE)/index.html
 
 # What a reader sees: every page in headless Chromium; screenshots in _build/screenshots/.
 check-site: $(STAMP) $(SITE)/index.html
-	$(BIN)/python tools/check_rendering.py --html $(SITE) --out _build/screenshots
+	$(BIN)/python tools/check_rendering.py --html $(SITE) --out _build/screenshots --strict
 
 # The deployed Colab notebooks, executed once each under nbval in a fresh environment.
 colab-test: $(STAMP) $(SITE)/index.html

@@ -19,8 +19,7 @@ MathJax (served from the site itself, as on an offline copy), and fails when a p
   ``expect-nan`` / ``expect-warning`` (and the text says why).
 
 The last four are *reader findings*: always printed and written to the report, and fatal with
-``--strict``. ``make check-site`` does not pass ``--strict`` yet, because the chapters still have
-such findings to fix (listed in every run); everything above them is fatal.
+``--strict``, which ``make check-site`` passes: a chapter with such a finding fails the build.
 
 It saves a full-page screenshot of every page to ``<out>/<docname>.png`` and a JSON report to
 ``<out>/report.json``. Exit status 0 when every page passes, 1 otherwise, 2 when the browser or
