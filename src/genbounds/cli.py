@@ -72,15 +72,28 @@ def _cmd_experiments(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stale(store: Any, e: Any, unit: Any) -> bool:
+    import warnings
+
+    from genbounds.results import StaleResultWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StaleResultWarning)
+        stored = store.load(unit, on_code_change="warn", code_modules=e.code)
+    return stored is None or bool(stored.stale)
+
+
 def describe_estimate(e: Any, cfg: Any, store: Any = None,
-                      match: dict[str, str] | None = None) -> str:
+                      match: dict[str, str] | None = None, redo_stale: bool = False) -> str:
     """The estimate of what is left to compute of ``e`` at ``cfg`` (of the units ``match``
     selects, when given: :func:`genbounds.experiments.registry.select_units`).
 
     With a ``store``, units already stored are not estimated: when every unit is stored this
     costs no measurement (it says so, with the wall time the stored units record); otherwise
     only the missing units are estimated. The experiment's own estimate comes first, else the
-    measured-rate model of :mod:`genbounds.estimates`, else ``"no estimate"``.
+    measured-rate model of :mod:`genbounds.estimates`, else ``"no estimate"``. With
+    ``redo_stale`` (``--on-code-change recompute``), a unit stored by other code counts as one
+    to compute.
     """
     from genbounds import estimates
     from genbounds.experiments.registry import select_units
@@ -88,7 +101,7 @@ def describe_estimate(e: Any, cfg: Any, store: Any = None,
     if store is not None:
         units = list(e.units(cfg))
         chosen = select_units(units, match or {})
-        missing = [u for u in chosen if not store.has(u)]
+        missing = [u for u in chosen if not store.has(u) or (redo_stale and _stale(store, e, u))]
         if not missing:
             wall = 0.0
             for u in chosen:
@@ -186,7 +199,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise UsageError(f"--match for {e.name}: {err}") from None
         print(f"[{e.name}] scale={scale}, {n_units} units, estimate: "
-              f"{describe_estimate(e, cfg, store, match)}", flush=True)
+              f"{describe_estimate(e, cfg, store, match, args.on_code_change == 'recompute')}",
+              flush=True)
         t0 = time.perf_counter()
         try:
             report = sweep(e, scale, store=store, progress=not args.no_progress,
