@@ -603,11 +603,11 @@ def sauer_shelah_bound(n: int, vc_dim: int) -> int:
 def binary_kl(q: float, p: float) -> float:
     """``kl(q || p) = q log(q/p) + (1-q) log((1-q)/(1-p))`` for ``q, p`` in ``[0, 1]``.
 
-    The book's one implementation is :func:`genbounds.bounds.pac_bayes.binary_kl`, which returns
+    The book's one implementation is :func:`genbounds.kl.binary_kl`, which returns
     ``inf`` where the divergence is infinite (``p = 0 < q`` or ``p = 1 > q``); this form, for
     the Foundations chapter's bounds, raises a ``ValueError`` naming ``p`` there instead.
     """
-    from genbounds.bounds.pac_bayes import binary_kl as kl
+    from genbounds.kl import binary_kl as kl
 
     out = kl(q, p)
     if math.isinf(out):
@@ -618,8 +618,8 @@ def binary_kl(q: float, p: float) -> float:
 
 def kl_inverse_upper(q: float, budget: float) -> float:
     """``max {p in [q, 1] : kl(q || p) <= budget}``
-    (:func:`genbounds.bounds.pac_bayes.kl_inverse_upper`, bisection to ``1e-12``)."""
-    from genbounds.bounds.pac_bayes import kl_inverse_upper as inverse
+    (:func:`genbounds.kl.kl_inverse_upper`, bisection to ``1e-12``)."""
+    from genbounds.kl import kl_inverse_upper as inverse
 
     return inverse(q, budget)
 
