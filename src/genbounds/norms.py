@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import torch
 
-from genbounds.models.view import ModelView
+from genbounds.protocols import ModelView
 from genbounds.spectral import (
     effective_rank,
     frobenius_norm,

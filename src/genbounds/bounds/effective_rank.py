@@ -57,7 +57,7 @@ import numpy as np
 import torch
 
 from genbounds.bounds.registry import Bound, BoundKind, BoundValue, Verdict, register
-from genbounds.models.view import AttentionModel, ModelView
+from genbounds.protocols import AttentionModel, ModelView
 from genbounds.spectral import operator_norm
 from genbounds.validation import (
     check_finite_array,

@@ -38,7 +38,7 @@ import torch
 
 from genbounds.bounds.effective_rank import PAPER, sensitivity_matrices, value_path_lipschitz
 from genbounds.bounds.registry import Bound, NotApplicable, register_quantities
-from genbounds.models.view import AttentionModel
+from genbounds.protocols import AttentionModel
 from genbounds.spectral import rank_measures
 from genbounds.validation import check_int, check_number
 

@@ -74,8 +74,8 @@ from genbounds.bounds.registry import (
     Verdict,
     register,
 )
-from genbounds.models.view import ModelView
 from genbounds.norms import norm_table
+from genbounds.protocols import ModelView
 from genbounds.validation import check_int, check_nonnegative, check_positive, check_probability
 
 __all__ = [

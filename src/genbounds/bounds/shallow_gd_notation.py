@@ -28,7 +28,7 @@ import torch
 
 from genbounds.bounds.registry import Bound, NotApplicable, register_quantities
 from genbounds.bounds.shallow_gd import PAPER, QUANTITY_NAMES, shallow_gd_quantities
-from genbounds.models.view import ModelView
+from genbounds.protocols import ModelView
 
 __all__ = ["FAMILY", "PREFIX", "shallow_columns", "shallow_quantities"]
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from genbounds.bounds.registry import Bound, BoundValue, NotApplicable, register_quantities
-from genbounds.models.view import ModelView
+from genbounds.protocols import ModelView
 from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
 from genbounds.validation import check_int
 

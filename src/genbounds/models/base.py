@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from torch import nn
 
-from genbounds.models.view import ModelView
+from genbounds.protocols import ModelView
 
 __all__ = [
     "ACTIVATIONS",
