@@ -22,11 +22,42 @@ relative (measured: 7e-9); norms to 1e-5 relative (measured: 1.8e-6); weights an
 to 1e-4 of each array's largest entry (measured: 1.1e-5), except the key bias, whose exact
 gradient is zero (softmax ignores a shift common to all keys), so that Adam moves it by
 round-off only: it must stay below 1e-5 in both (measured: 8e-7).
+
+**Bitwise only on the CPU class the fixtures were checked on.** Floating-point results depend
+on which vectorised kernels run: torch's ATen capability (AVX512, AVX2, DEFAULT), numpy's SIMD
+dispatch (``run/B_x_l2``, a numpy norm, differs in its last bit under AVX2), MKL's code path.
+Each fixture records that class (``meta/cpu_class``, :func:`genbounds.results.provenance.
+cpu_class`); the comparison is bitwise (and, for the sparse-majority fixture, the tolerances
+above) only where :func:`~genbounds.results.provenance.cpu_class_key` of the running process
+equals the recorded one. On any other class (found on 2026-11-26: an AMD EPYC with AVX2 failed
+7 tests here; reproduced on an AVX-512 machine with ``ATEN_CPU_CAPABILITY=avx2
+NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" MKL_ENABLE_INSTRUCTIONS=AVX2``) the
+test compares what is stable across instruction sets, to stated tolerances
+(:func:`_assert_cross_class`):
+
+* the deterministic full-batch cases (``gd_shallow_*``, ``edelman_adam_full_batch``): every
+  number; integers exactly, floats to ``rtol = 1e-9`` (measured under AVX2 and DEFAULT: at most
+  1e-15, round-off);
+* the first :data:`FIRST_EPOCHS` epochs of every stochastic (mini-batch) case: the learning
+  rate to ``1e-12`` and the training and validation losses to ``1e-9`` in float64, ``1e-5`` in
+  float32 (measured: 6e-16 and 9e-8);
+* the data and its norms (``run/B_x_*``, the token-norm bounds of the sparse-majority data) to
+  ``1e-12`` (measured: 1.5e-16), the seeds, lengths and run indices exactly.
+
+Not compared across classes, and why: in a mini-batch run one ulp of difference at the start
+is amplified by every step (the sparse-majority runs are chaotic: on the AVX2 machine the
+curves differed by a relative 10-35 late in training), so the later epochs, the stopping and
+kept epochs, the final weights, the TT matrices and the end-of-training metrics of the
+stochastic cases are not functions of the engine alone but of the engine and the instruction
+set. An engine change still fails on every class: a learning-rate decay off by 0.001 (0.999 ->
+0.998), Adam's beta2 0.998 instead of 0.999, or a dropped momentum term changes the first
+epochs (checked on 2026-11-26 under the default class and under emulated AVX2 and DEFAULT).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +68,7 @@ import pytest
 import torch
 
 from genbounds.models import EdelmanTransformer, ShallowEncoder, SparseMajorityMHA
+from genbounds.results.provenance import cpu_class, cpu_class_key
 from genbounds.train import TrainConfig, TrainResult, train_ensemble
 
 F64 = torch.float64
@@ -207,8 +239,23 @@ def _sm_run_outputs() -> dict[str, np.ndarray]:
             if k != "group_wall_time_s"}
 
 
-#: The golden numbers are bitwise those of the pinned torch (requirements.txt) on the CPU.
-PINNED_TORCH = torch.__version__.split("+")[0] == "2.13.0"
+def recorded_class(npz: Any) -> dict[str, str]:
+    """The CPU class a fixture was checked bitwise on (``meta/cpu_class``)."""
+    assert "meta/cpu_class" in npz.files, "the fixture does not record its CPU class"
+    info = json.loads(str(npz["meta/cpu_class"]))
+    assert isinstance(info, dict) and "torch_capability" in info, info
+    return info
+
+
+def same_class(npz: Any) -> bool:
+    """Whether this process runs on the CPU class the fixture records (bitwise claims hold)."""
+    return cpu_class_key(cpu_class(with_torch=True)) == cpu_class_key(recorded_class(npz))
+
+
+FIRST_EPOCHS = 3
+"""Epochs of a stochastic case compared on another CPU class (module docstring)."""
+FULL_BATCH = ("gd_shallow_bce", "gd_shallow_logistic", "gd_shallow_mse", "edelman_adam_full_batch")
+"""The deterministic full-batch cases: compared in full on every CPU class."""
 
 
 def _assert_same(got: dict[str, np.ndarray], want: Any, prefix: str = "") -> None:
@@ -218,10 +265,57 @@ def _assert_same(got: dict[str, np.ndarray], want: Any, prefix: str = "") -> Non
         assert k in got, k
         a, b = np.asarray(got[k]), want[k]
         assert a.shape == b.shape and a.dtype == b.dtype, (k, a.shape, b.shape, a.dtype, b.dtype)
-        if PINNED_TORCH or a.dtype.kind != "f":
-            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
-        else:  # another torch build sums in another order: close, not bitwise
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8, err_msg=k)
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
+
+
+def _close(a: np.ndarray, b: np.ndarray, rtol: float, key: str) -> None:
+    assert a.shape == b.shape, (key, a.shape, b.shape)
+    if b.dtype.kind != "f":
+        assert np.array_equal(a, b), key
+        return
+    assert np.array_equal(np.isnan(a), np.isnan(b)), f"{key}: NaN at other places"
+    scale = float(np.nanmax(np.abs(b))) if np.isfinite(b).any() else 1.0
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-3 * rtol * scale, equal_nan=True,
+                               err_msg=key)
+
+
+def _history_tol(key: str, dtype: np.dtype) -> float | None:
+    """Tolerance of a history entry's first epochs (``None``: not compared across classes)."""
+    name = key.rpartition("/")[2]
+    if name == "lr":
+        return 1e-12
+    if "loss" in name:
+        return 1e-5 if dtype == np.float32 else 1e-9
+    return None  # accuracies: one sample near the boundary flips with round-off
+
+
+def _assert_cross_class(got: dict[str, np.ndarray], want: Any, prefix: str,
+                        full_batch: bool, float32: bool = False) -> int:
+    """What is stable across instruction sets (module docstring); returns how many entries."""
+    keys = [k for k in want.files if k.startswith(prefix)]
+    assert keys, f"no golden entries under {prefix!r}"
+    n = 0
+    for k in keys:
+        new = _renamed(k, got)
+        assert new in got, f"{k} (or {new}) is no longer computed"
+        a, b = np.asarray(got[new]), want[k]
+        if full_batch:
+            if k.endswith("key_bias"):
+                continue  # zero exact gradient: round-off only (module docstring)
+            _close(a, b, 1e-9, k)
+        elif "/history/" in k:
+            tol = _history_tol(k, a.dtype if not float32 else np.dtype(np.float32))
+            if tol is None:
+                continue
+            _close(a[..., :FIRST_EPOCHS], b[..., :FIRST_EPOCHS], tol, k)
+        elif "B_x_" in k:
+            _close(a, b, 1e-12, k)
+        elif any(k.endswith(t) for t in ("_seed", "/T", "/run")):
+            assert np.array_equal(a, b), k
+        else:
+            continue
+        n += 1
+    return n
 
 
 #: Keys of the experiment's output renamed by the architecture refactoring (issue 6): the norm
@@ -242,7 +336,7 @@ def _assert_sm_close(got: dict[str, np.ndarray], want: Any, prefix: str) -> None
         a, b = np.asarray(got[new]), want[k]
         assert a.shape == b.shape and a.dtype == b.dtype, (k, a.shape, b.shape, a.dtype, b.dtype)
         if b.dtype.kind != "f" or any(t in k for t in _SM_EXACT):
-            assert np.array_equal(a, b, equal_nan=b.dtype.kind == "f"), k
+            assert np.array_equal(a, b, equal_nan=b.dtype.kind == "f"), k  # this class only
         elif k.endswith("key_bias"):
             assert max(np.abs(a).max(), np.abs(b).max()) < 1e-5, k
         elif "state/" in k or k.startswith(f"{prefix}tt_"):
@@ -270,10 +364,30 @@ def _one_thread() -> Any:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_engine_reproduces_the_golden_numbers_bitwise(case: str) -> None:
+def test_engine_reproduces_the_golden_numbers(case: str) -> None:
+    """Bitwise on the fixture's CPU class; elsewhere what is stable across instruction sets.
+    The cross-class comparison runs on every class (it must hold wherever bitwise does)."""
     want = np.load(GOLDEN)
     got = {f"{case}/{k}": v for k, v in _flatten(CASES[case]()).items()}
-    _assert_same(got, want, prefix=f"{case}/")
+    n = _assert_cross_class(got, want, f"{case}/", full_batch=case in FULL_BATCH,
+                            float32=case == "float32_sgd")
+    assert n >= 3, f"{case}: only {n} entries compared across classes"
+    if same_class(want):
+        _assert_same(got, want, prefix=f"{case}/")
+
+
+def test_fixtures_record_the_cpu_class_they_hold_bitwise_on() -> None:
+    """Each fixture names its CPU class; the key separates the classes the tests run under."""
+    for path in (GOLDEN, SM_GOLDEN):
+        info = recorded_class(np.load(path))
+        assert info["torch_capability"] in ("DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX",
+                                            "SVE256"), info
+        assert info["cpu_model"] and info["torch"], info
+    here = cpu_class(with_torch=True)
+    assert here["torch_capability"] == str(torch.backends.cpu.get_cpu_capability())
+    other = dict(here, torch_capability="AVX2" if here["torch_capability"] != "AVX2" else "AVX512")
+    assert cpu_class_key(other) != cpu_class_key(here)
+    assert cpu_class_key(dict(here, cpu_model="another model")) == cpu_class_key(here)
 
 
 def test_golden_cases_exercise_what_they_claim() -> None:
@@ -284,21 +398,35 @@ def test_golden_cases_exercise_what_they_claim() -> None:
     assert want["sgd_keras/reached_train_accuracy"].any()
     best, stopped = want["sgd_torch_decay/best_epoch"], want["sgd_torch_decay/stopped_epoch"]
     assert (best < stopped).any()  # the kept epoch is not always the last one
+    # a stochastic case is compared across classes over its first epochs: they must exist
+    assert want["sgd_keras/history/loss"].shape[-1] > FIRST_EPOCHS
 
 
 def test_sparse_majority_reduced_quick_sweep_trains_identically() -> None:
     """The engine's whole output on the TT quick protocol (Adam, batch 128, float32): the same
-    epochs, stops and accuracies, losses and weights to round-off (module docstring)."""
-    _assert_sm_close(_sm_train_outputs(), np.load(SM_GOLDEN), prefix="train/")
+    epochs, stops and accuracies, losses and weights to round-off (module docstring) on the
+    fixture's CPU class; its first epochs elsewhere."""
+    want = np.load(SM_GOLDEN)
+    got = _sm_train_outputs()
+    assert _assert_cross_class(got, want, "train/", full_batch=False, float32=True) >= 3
+    if same_class(want):
+        _assert_sm_close(got, want, prefix="train/")
 
 
 def test_sparse_majority_reduced_quick_sweep_is_unchanged() -> None:
     """Every number the experiment stores (metrics, epochs, seeds, TT matrices, token norm
-    bounds, norms, some under new names) to the tolerances of the module docstring."""
+    bounds, norms, some under new names) to the tolerances of the module docstring on the
+    fixture's CPU class; the data, its norms and the seeds elsewhere."""
     want = np.load(SM_GOLDEN)
     got = _sm_run_outputs()
     assert {"run/val_loss", "run/best_epoch", "run/stopped_epoch", "run/tt_W_QK"} <= set(got)
-    _assert_sm_close(got, want, prefix="run/")
+    assert _assert_cross_class(got, want, "run/", full_batch=False) >= 5
+    if same_class(want):
+        _assert_sm_close(got, want, prefix="run/")
+
+
+def _with_class(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {**arrays, "meta/cpu_class": np.asarray(json.dumps(cpu_class(with_torch=True)))}
 
 
 if __name__ == "__main__":  # write the fixtures (only against the engine they pin down)
@@ -309,6 +437,7 @@ if __name__ == "__main__":  # write the fixtures (only against the engine they p
     all_cases: dict[str, np.ndarray] = {}
     for name, fn in CASES.items():
         all_cases.update({f"{name}/{k}": v for k, v in _flatten(fn()).items()})
-    np.savez_compressed(GOLDEN, **all_cases)  # type: ignore[arg-type]
-    np.savez_compressed(SM_GOLDEN, **_sm_train_outputs(), **_sm_run_outputs())  # type: ignore[arg-type]
+    np.savez_compressed(GOLDEN, **_with_class(all_cases))  # type: ignore[arg-type]
+    np.savez_compressed(SM_GOLDEN, **_with_class({**_sm_train_outputs(),  # type: ignore[arg-type]
+                                                  **_sm_run_outputs()}))
     print(f"wrote {GOLDEN} ({len(all_cases)} arrays) and {SM_GOLDEN}")

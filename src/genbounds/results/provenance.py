@@ -1,13 +1,29 @@
-"""Where a stored result came from: code fingerprint (per experiment), git state, device, time.
+"""Where a stored result came from: code fingerprint (per experiment), git state, device, CPU
+class, time.
 
 The *code fingerprint* is a SHA-256 over the source files of the code an experiment runs. An
-experiment names its modules (``code_modules``, e.g. ``("genbounds.data", "genbounds.models",
-"genbounds.train", "genbounds.experiments.sparse_majority")``); a package stands for every
-``.py`` file under it; ``None`` stands for the whole ``genbounds`` package (the behaviour of
-results stored before ``code_modules`` existed). So a docstring edit in a bound's module does not
-mark a stored training run as made by different code. :func:`code_modules_of` lists the
-``genbounds`` modules a module imports, transitively, for an experiment that wants its list
-derived rather than written by hand.
+experiment names its modules (``code_modules``: the ``genbounds`` files its units execute, as
+checked by ``tests/test_fingerprints.py``, which runs a tiny unit of every registered experiment
+under tracing); a package stands for every ``.py`` file under it; ``None`` stands for the whole
+``genbounds`` package (the behaviour of results stored before ``code_modules`` existed).
+
+Two schemes (the fingerprint string says which):
+
+* ``ast1:<16 hex>`` (:func:`code_fingerprint`, every result stored since 2026-11-26): each file's
+  *normalised syntax tree* (``ast.dump`` of the parsed file, docstrings removed), so comments,
+  docstrings and formatting, which cannot change a number, do not change the fingerprint;
+* ``<16 hex>`` (:func:`legacy_code_fingerprint`, older records): the files' bytes.
+
+:func:`migrate_record` carries an old record over to the new scheme when the files its
+experiment now declares are, under the new scheme, the same at the record's own commit as now
+(read with ``git show``), and records that it did and how; otherwise the record stays stale.
+
+The *CPU class* (:func:`cpu_class`) is what decides whether two CPU runs can agree bit for bit:
+torch's kernel capability (``torch.backends.cpu.get_cpu_capability()``), numpy's SIMD dispatch
+targets, the CPU vendor, the torch and numpy builds and the instruction-set limits set in the
+environment; the CPU model is recorded beside them. Every result records it
+(:attr:`Provenance.cpu_class`); a bitwise claim holds only between runs of one class
+(:func:`cpu_class_key`).
 """
 
 from __future__ import annotations
@@ -27,14 +43,21 @@ from typing import Any
 from genbounds import __version__
 
 __all__ = [
+    "AST_SCHEME",
     "CodeChangedError",
     "Provenance",
     "check_source_unchanged",
     "code_fingerprint",
+    "code_fingerprint_at",
     "code_modules_of",
+    "cpu_class",
+    "cpu_class_key",
     "describe_device",
+    "legacy_code_fingerprint",
+    "migrate_record",
     "module_files",
     "normalize_code_modules",
+    "normalized_source",
     "same_code",
 ]
 
@@ -105,13 +128,57 @@ def check_source_unchanged(modules: Sequence[str] | None = None) -> None:
             "it is not stored; restart the process (kernel) and run again")
 
 
+AST_SCHEME = "ast1"
+"""Prefix of a fingerprint over normalised syntax trees (:func:`code_fingerprint`)."""
+
+
+def _strip_docstrings(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+
+
+def normalized_source(source: bytes | str, filename: str = "<source>") -> str:
+    """The file's syntax tree without docstrings, as text: equal for two sources that differ
+    only in comments, docstrings or formatting (``ValueError`` naming ``filename`` if it does
+    not parse)."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as err:
+        raise ValueError(f"{filename} is not valid Python ({err.msg}, line {err.lineno})"
+                         ) from None
+    _strip_docstrings(tree)
+    return ast.dump(tree, annotate_fields=True, include_attributes=False)
+
+
+def _ast_digest(named_sources: Sequence[tuple[str, bytes]]) -> str:
+    digest = hashlib.sha256()
+    for rel, source in named_sources:
+        digest.update(rel.encode())
+        digest.update(b"\0")
+        digest.update(normalized_source(source, rel).encode())
+        digest.update(b"\0")
+    return f"{AST_SCHEME}:{digest.hexdigest()[:16]}"
+
+
 def code_fingerprint(modules: Sequence[str] | None = None) -> str:
-    """SHA-256 (first 16 hex digits) of the source of ``modules``, file by file, with paths.
+    """``"ast1:"`` and 16 hex digits of a SHA-256 over the normalised syntax trees of
+    ``modules``' files (:func:`normalized_source`), file by file, with their paths.
 
     ``modules`` names ``genbounds`` modules or packages (a package covers every ``.py`` file
     under it); ``None`` covers the whole package. ``code_fingerprint(["genbounds"])`` equals
-    ``code_fingerprint()``.
+    ``code_fingerprint()``. Comments, docstrings and formatting do not change it.
     """
+    return _ast_digest([(path.relative_to(PACKAGE_DIR).as_posix(), path.read_bytes())
+                        for path in module_files(modules)])
+
+
+def legacy_code_fingerprint(modules: Sequence[str] | None = None) -> str:
+    """The fingerprint of records stored before 2026-11-26: 16 hex digits of a SHA-256 over the
+    files' bytes (so a comment changed it)."""
     digest = hashlib.sha256()
     for path in module_files(modules):
         digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
@@ -119,6 +186,13 @@ def code_fingerprint(modules: Sequence[str] | None = None) -> str:
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()[:16]
+
+
+def _fingerprint_now(fingerprint: str, modules: Sequence[str] | None) -> str:
+    """The running code's fingerprint over ``modules`` in the scheme of ``fingerprint``."""
+    if fingerprint.startswith(AST_SCHEME + ":"):
+        return code_fingerprint(modules)
+    return legacy_code_fingerprint(modules)
 
 
 def _imports_of(path: Path, module: str) -> set[str]:
@@ -209,7 +283,9 @@ def same_code(fingerprint: str, stored_modules: Sequence[str] | None,
     """Whether a result fingerprinted over ``stored_modules`` was made by the running code.
 
     True when the stored files cover every file the caller's modules name and their source is
-    unchanged. A record without a module list (``None``) covered the whole package.
+    unchanged (in the record's scheme: a normalised syntax tree for ``ast1:`` fingerprints,
+    the bytes for older ones). A record without a module list (``None``) covered the whole
+    package.
     """
     try:
         stored = set(module_files(stored_modules))
@@ -217,7 +293,7 @@ def same_code(fingerprint: str, stored_modules: Sequence[str] | None,
         return False
     if not set(module_files(wanted_modules)) <= stored:
         return False
-    return fingerprint == code_fingerprint(stored_modules)
+    return fingerprint == _fingerprint_now(fingerprint, stored_modules)
 
 
 GIT_COMMIT_ENV = "GENBOUNDS_GIT_COMMIT"
@@ -265,6 +341,72 @@ def describe_device(device: str = "auto") -> str:
     )
 
 
+#: Environment variables that limit the instruction sets a library uses (an emulated CPU class).
+ISA_LIMIT_ENV = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR",
+                 "ONEDNN_MAX_CPU_ISA", "NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE")
+
+
+def _cpuinfo(field: str) -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(field):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpu_class(with_torch: bool | None = None) -> dict[str, str]:
+    """What decides whether two CPU computations can agree bit for bit, as strings.
+
+    ``torch_capability`` (``torch.backends.cpu.get_cpu_capability()``: which vectorised ATen
+    kernels run), ``numpy_simd`` (numpy's enabled dispatch targets), ``cpu_vendor`` (MKL
+    dispatches by it), ``machine``, the ``torch`` and ``numpy`` builds, ``isa_limits`` (the
+    variables of :data:`ISA_LIMIT_ENV` that are set) and, recorded but not part of the class,
+    ``cpu_model``. ``with_torch`` (default: whether torch is already imported) avoids importing
+    torch for a numpy-only computation (``torch_capability`` is then ``"torch not used"``).
+    """
+    import numpy as np
+
+    try:
+        from numpy._core._multiarray_umath import (  # type: ignore[attr-defined]
+            __cpu_dispatch__,
+            __cpu_features__,
+        )
+        simd = " ".join(t for t in __cpu_dispatch__ if __cpu_features__.get(t)) or "baseline"
+    except ImportError:  # another numpy layout
+        simd = "unknown"
+    if with_torch is None:
+        with_torch = "torch" in sys.modules
+    capability, torch_version = "torch not used", "not used"
+    if with_torch:
+        import torch
+
+        capability = str(torch.backends.cpu.get_cpu_capability())
+        torch_version = str(torch.__version__)
+    limits = " ".join(f"{k}={os.environ[k]}" for k in ISA_LIMIT_ENV if os.environ.get(k))
+    return {
+        "torch_capability": capability,
+        "numpy_simd": simd,
+        "cpu_vendor": _cpuinfo("vendor_id"),
+        "machine": platform.machine(),
+        "torch": torch_version,
+        "numpy": str(np.__version__),
+        "isa_limits": limits or "none",
+        "cpu_model": _cpuinfo("model name"),
+    }
+
+
+def cpu_class_key(info: dict[str, str] | None = None) -> str:
+    """The CPU class as one string (every entry of :func:`cpu_class` but the model): two CPU
+    runs of the same code and inputs are claimed bitwise equal only when their keys are."""
+    info = cpu_class() if info is None else info
+    return " | ".join(f"{k}={info.get(k, '?')}" for k in (
+        "machine", "cpu_vendor", "torch_capability", "numpy_simd", "torch", "numpy",
+        "isa_limits"))
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where a stored result came from."""
@@ -279,6 +421,14 @@ class Provenance:
     python: str
     code_modules: tuple[str, ...] | None = None
     """The modules the fingerprint covers; ``None``: the whole package (older records)."""
+    cpu_class: dict[str, str] | None = None
+    """:func:`cpu_class` of the process that computed it (``None``: recorded before 2026-11-26)."""
+    migrated: dict[str, Any] | None = None
+    """Set when an old record's fingerprint was carried over to the current scheme without
+    recomputing (:func:`migrate_record`): from what, how, when."""
+    revalidated: dict[str, Any] | None = None
+    """Set when the unit was recomputed by newer code and agreed with the stored arrays within
+    the stated tolerance (:mod:`genbounds.results.revalidate`): by which code, when, how close."""
 
     @classmethod
     def now(cls, *, device: str, wall_time_s: float,
@@ -302,6 +452,7 @@ class Provenance:
             created_utc=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             python=platform.python_version(),
             code_modules=modules,
+            cpu_class=cpu_class(),
         )
 
     @classmethod
@@ -313,11 +464,156 @@ class Provenance:
         if missing:
             raise ValueError(f"provenance lacks {', '.join(missing)}")
         modules = record.get("code_modules")
+        extra: dict[str, Any] = {}
+        for name in ("cpu_class", "migrated", "revalidated"):
+            value = record.get(name)
+            if value is not None and not isinstance(value, dict):
+                raise ValueError(f"provenance field {name} must be an object, got {value!r}")
+            extra[name] = value
+        if extra["cpu_class"] is not None and not all(
+                isinstance(v, str) for v in extra["cpu_class"].values()):
+            raise ValueError("provenance field cpu_class must map names to strings")
         return cls(
             **{k: record[k] for k in required},
             code_modules=None if modules is None else tuple(str(m) for m in modules),
+            **extra,
         )
 
     def is_same_code(self) -> bool:
         """Whether the code this result's fingerprint covers is unchanged in the running code."""
         return same_code(self.code_fingerprint, self.code_modules, self.code_modules)
+
+
+# ------------------------------------------------------------------ fingerprints at a commit
+def _git_prefix() -> str | None:
+    """The package directory's path inside its git work tree (``src/genbounds/``)."""
+    return _git("rev-parse", "--show-prefix")
+
+
+def _show(commit: str, path: str) -> bytes | None:
+    try:
+        out = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=PACKAGE_DIR,
+                             capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _files_at(commit: str, modules: Sequence[str] | None, prefix: str) -> list[str] | None:
+    """The files (relative to the package) ``modules`` named at ``commit``, sorted as
+    :func:`module_files` sorts paths; ``None`` if a module did not exist there."""
+    listing = _git("ls-tree", "-r", "--name-only", commit, "--", prefix)
+    if listing is None:
+        return None
+    present = {line[len(prefix):] for line in listing.splitlines() if line.endswith(".py")}
+    if modules is None:
+        chosen = set(present)
+    else:
+        chosen = set()
+        for module in modules:
+            rel = "/".join(module.split(".")[1:])
+            if f"{rel}/__init__.py" in present or (not rel and "__init__.py" in present):
+                under = f"{rel}/" if rel else ""
+                chosen.update(f for f in present if f.startswith(under))
+            elif f"{rel}.py" in present:
+                chosen.add(f"{rel}.py")
+            else:
+                return None
+    return sorted(chosen, key=lambda f: tuple(f.split("/")))
+
+
+def code_fingerprint_at(commit: str, modules: Sequence[str] | None, *,
+                        legacy: bool = False) -> str | None:
+    """The fingerprint ``modules`` had at ``commit`` (read with ``git show``): the current
+    scheme over the files ``modules`` name *now*, or with ``legacy`` the old scheme over the
+    files they named *then*. ``None`` when git cannot say (no repository, unknown commit, a
+    file missing at that commit)."""
+    prefix = _git_prefix()
+    if prefix is None or _git("cat-file", "-e", f"{commit}^{{commit}}") is None:
+        return None
+    if legacy:
+        rels = _files_at(commit, modules, prefix)
+    else:
+        rels = [p.relative_to(PACKAGE_DIR).as_posix() for p in module_files(modules)]
+    if rels is None:
+        return None
+    sources = []
+    for rel in rels:
+        source = _show(commit, prefix + rel)
+        if source is None:
+            return None
+        sources.append((rel, source))
+    if not legacy:
+        return _ast_digest(sources)
+    digest = hashlib.sha256()
+    for rel, source in sources:
+        digest.update(rel.encode())
+        digest.update(b"\0")
+        digest.update(source)
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _differing_files(commit: str, modules: Sequence[str]) -> list[str]:
+    prefix = _git_prefix() or ""
+    out = []
+    for path in module_files(modules):
+        rel = path.relative_to(PACKAGE_DIR).as_posix()
+        then = _show(commit, prefix + rel)
+        if then is None or normalized_source(then, rel) != normalized_source(
+                path.read_bytes(), rel):
+            out.append(rel)
+    return out
+
+
+def migrate_record(record: dict[str, Any], modules: Sequence[str]
+                   ) -> tuple[dict[str, Any] | None, str]:
+    """Carry a record fingerprinted the old way over to the current scheme, honestly.
+
+    ``record`` is a stored provenance record, ``modules`` the files its experiment declares
+    now. Returns ``(new provenance record, why)``, or ``(None, why not)`` when the record must
+    stay as it is. The steps: (1) the record's commit must exist, and its old fingerprint,
+    recomputed from that commit's files, must equal the recorded one (so the commit names the
+    code that ran, at least over the files the old fingerprint covered); (2) when the run's
+    tree was dirty, every file declared now must have been covered by the old fingerprint
+    (else git cannot say what ran); (3) the current scheme over the declared files must give
+    the same fingerprint at that commit as now. Then the record is current under the new
+    scheme: its fingerprint and modules are replaced, and ``migrated`` says from what, how and
+    when. Nothing is recomputed.
+    """
+    p = Provenance.from_record(record)
+    wanted = normalize_code_modules(modules, "modules")
+    assert wanted is not None
+    if p.code_fingerprint.startswith(AST_SCHEME + ":"):
+        return None, "already fingerprinted with the current scheme"
+    commit = p.git_commit
+    then_old = code_fingerprint_at(commit, p.code_modules, legacy=True)
+    if then_old is None:
+        return None, f"commit {commit[:10]} or a file it covered is not in this repository"
+    if then_old != p.code_fingerprint:
+        return None, (f"the recorded fingerprint {p.code_fingerprint} is not that of commit "
+                      f"{commit[:10]} ({then_old}): the code that ran is not known")
+    if p.git_dirty and not set(module_files(wanted)) <= set(module_files(p.code_modules)):
+        return None, ("the run's tree was dirty and the files declared now are not all "
+                      "covered by the old fingerprint")
+    then_new = code_fingerprint_at(commit, wanted)
+    now = code_fingerprint(wanted)
+    if then_new != now:
+        changed = _differing_files(commit, wanted)
+        return None, (f"code it runs changed since commit {commit[:10]}: "
+                      f"{', '.join(changed) or 'a declared file'}")
+    new = dict(record)
+    new.update(
+        code_fingerprint=now,
+        code_modules=list(wanted),
+        migrated={
+            "from_fingerprint": p.code_fingerprint,
+            "from_code_modules": None if p.code_modules is None else list(p.code_modules),
+            "method": (f"old fingerprint recomputed at commit {commit[:10]} equals the recorded "
+                       f"one; the normalised syntax trees of the declared files at that "
+                       f"commit equal those now ({now})"),
+            "migrated_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "migrated_at_commit": _git("rev-parse", "HEAD") or "unknown",
+        },
+    )
+    return new, "current under the new scheme (migrated)"
