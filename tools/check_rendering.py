@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import shutil
 import sys
 import threading
@@ -67,7 +68,9 @@ const describe = (el) => {
 };
 const out = {mathErrors: [], unrendered: [], rawTex: [], brokenImages: [], links: [],
              overflow: [], external: [], pageOverflow: 0, mathCount: 0, imageCount: 0,
-             shrunk: [], wideTables: [], texWords: [], badOutputs: []};
+             shrunk: [], wideTables: [], texWords: [], badOutputs: [], wideCode: [],
+             wideOutputs: [], cutEquations: [], bareRefs: [], labels: [], svgImages: [],
+             height: 0};
 // a reader-facing exception is marked on the element or an ancestor with class "full-width"
 const marked = (el) => el.closest('.full-width') !== null;
 for (const el of document.querySelectorAll('mjx-merror, [data-mjx-error]')) {
@@ -127,6 +130,11 @@ for (const o of article.querySelectorAll('.cell_output')) {
   const tags = cell ? (cell.getAttribute('class') || '') : '';
   const text = o.textContent || '';
   const nan = text.match(/(^|[^\w.,{_])(nan|NaN|-?inf)(?![\w}])/);
+  const empty = text.match(/(^|[\s:=(,])(\[\]|\{\}|set\(\))(?=$|[\s,.;)])/);
+  if (empty && !/\btag_expect-empty\b/.test(tags)) {
+    out.badOutputs.push(`empty list in an output: "${text.slice(Math.max(0, empty.index - 40),
+      empty.index + 10).replace(/\s+/g, ' ')}"`);
+  }
   if (nan && !/\btag_expect-nan\b/.test(tags)) {
     out.badOutputs.push(`nan/inf in an output: "${text.slice(Math.max(0, nan.index - 30),
       nan.index + 20).replace(/\s+/g, ' ')}"`);
@@ -137,6 +145,60 @@ for (const o of article.querySelectorAll('.cell_output')) {
       warn.index + 80).replace(/\s+/g, ' ')}"`);
   }
 }
+// visible code (a cell's input or any code block) and printed outputs wider than their column
+const visible = (el) => el.getClientRects().length > 0 && !el.closest('details:not([open])');
+const firstLine = (el) => (el.textContent || '').split('\n').find((l) => l.trim()) || '';
+for (const pre of article.querySelectorAll('pre')) {
+  if (!visible(pre) || marked(pre)) continue;
+  const over = pre.scrollWidth - pre.clientWidth;
+  if (over <= 1) continue;
+  const what = `${Math.round(over)}px wider than its column: `
+    + `"${firstLine(pre).trim().slice(0, 60)}"`;
+  (pre.closest('.cell_output') ? out.wideOutputs : out.wideCode).push(what);
+}
+// display equations wider than the space they have (cut off, or behind a scrollbar)
+for (const c of article.querySelectorAll('mjx-container[display="true"]')) {
+  if (!visible(c) || marked(c)) continue;
+  const m = c.querySelector('mjx-math') || c;
+  const w = m.getBoundingClientRect().width;
+  let avail = colWidth;
+  for (let p = c; p && p !== article; p = p.parentElement) {
+    if (p.clientWidth > 0) avail = Math.min(avail, p.clientWidth);
+  }
+  if (w > avail + 1) {
+    const tex = (c.parentElement && c.parentElement.getAttribute('data-tex')) || '';
+    out.cutEquations.push(`${Math.round(w - avail)}px cut: ${describe(c.parentElement || c)
+      .slice(0, 90)}${tex}`);
+  }
+}
+// references that lost their number or title: "Lemma " then punctuation, or a bare "Lemma" link
+const kinds = 'Lemma|Theorem|Corollary|Proposition|Definition|Remark|Assumption|Example|'
+  + 'Exercise|Solution|Algorithm|Conjecture|Property|Claim|Section|Chapter|Figure|Table|Equation';
+const bareLink = new RegExp(`^(${kinds})\\s*$`);
+const barePunct = new RegExp(`\\b(${kinds})\\s+[,.;:)!?]`);
+for (const a of article.querySelectorAll('a')) {
+  const t = (a.textContent || '').replace(/\s+/g, ' ').trim();
+  if (bareLink.test(t)) out.bareRefs.push(`a link reading only "${t}" (${a.getAttribute('href')})`);
+}
+const blocks = 'p, li, td, th, dt, dd, figcaption, caption, h1, h2, h3, h4, h5, h6, '
+  + '.admonition-title';
+for (const el of article.querySelectorAll(blocks)) {
+  if (el.closest('pre, code, .cell_output') || el.querySelector(blocks)) continue;
+  const t = (el.textContent || '').replace(/\s+/g, ' ');
+  const m = t.match(barePunct);
+  if (m) out.bareRefs.push(`"${t.slice(Math.max(0, m.index - 30), m.index + 20).trim()}"`);
+}
+// what labels figures and tables: SVG text, image alt text, table headers and first cells
+for (const t of article.querySelectorAll('svg text, svg title')) out.labels.push(t.textContent);
+for (const img of article.querySelectorAll('img')) {
+  if (img.alt) out.labels.push(img.alt);
+  const src = img.getAttribute('src') || '';
+  if (/\.svg(\?|$)/i.test(src)) out.svgImages.push(img.currentSrc || img.src);
+}
+for (const cell of article.querySelectorAll('table th, table td:first-child, figcaption')) {
+  out.labels.push(cell.textContent);
+}
+out.height = document.documentElement.scrollHeight;
 for (const img of document.images) {
   out.imageCount += 1;
   if (!img.complete || img.naturalWidth === 0) out.brokenImages.push(img.currentSrc || img.src);
@@ -168,6 +230,30 @@ for (const e of performance.getEntriesByType('resource')) {
 return out;
 """
 
+_PHONE_JS = r"""
+const root = document.documentElement;
+const vw = root.clientWidth;
+const culprits = [];
+for (const el of document.body.querySelectorAll('*')) {
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 || r.right <= vw + 1) continue;
+  let p = el.parentElement, contained = false;
+  while (p && p !== document.body) {
+    const ox = getComputedStyle(p).overflowX;
+    if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') {
+      contained = true; break;
+    }
+    p = p.parentElement;
+  }
+  if (contained || culprits.some((c) => c.el.contains(el))) continue;
+  culprits.push({el, right: r.right,
+    text: `<${el.tagName.toLowerCase()}> ${(el.textContent || '').replace(/\s+/g, ' ').trim()
+      .slice(0, 50)} (${Math.round(r.right - vw)}px)`});
+}
+culprits.sort((a, b) => b.right - a.right);
+return {over: root.scrollWidth - vw, culprits: culprits.slice(0, 3).map((c) => c.text)};
+"""
+
 _WAIT_MATHJAX_JS = r"""
 const done = arguments[arguments.length - 1];
 const needed = document.querySelector('.math') !== null;
@@ -188,6 +274,38 @@ const t0 = Date.now();
 """
 
 
+#: The reader findings, by kind. Each is reported on every run (with per-page counts) and
+#: fails the build with ``--strict`` (``make check-site``), unless its kind is in PENDING.
+FINDINGS: dict[str, str] = {
+    "shrunk-image": "an image shown below 60 % of its natural width",
+    "wide-table": "a table wider than the column",
+    "tex-word": "a TeX control word that lost its backslash",
+    "nan-output": "nan / inf in an output not tagged expect-nan",
+    "warning-output": "a Python warning in an output not tagged expect-warning",
+    "empty-output": "an empty list / dict / set printed in an output not tagged expect-empty",
+    "wide-code": "a visible code block wider than its column (behind a scrollbar)",
+    "wide-output": "a printed output wider than its column (behind a scrollbar)",
+    "cut-equation": "a display equation wider than its column (cut off or scrolled)",
+    "bare-reference": "a reference rendered without number or title ('Lemma ,')",
+    "tall-page": "a page taller than the budget at 1,280 px",
+    "phone-scroll": "a page that scrolls sideways at a 390 px phone viewport",
+    "code-name-label": "a figure or table label that shows a code name (registry key, BibTeX key)",
+}
+
+#: Issue #26: kinds the book still fails. They are reported with per-page counts but do not fail
+#: ``--strict`` yet; the lead removes a kind from this set once every page passes it (the
+#: report's last lines say which pending kinds already pass everywhere).
+PENDING: frozenset[str] = frozenset({
+    "wide-code", "wide-output", "cut-equation", "bare-reference", "tall-page", "phone-scroll",
+    "code-name-label", "empty-output",
+})
+
+#: The height budget of a page at 1,280 px (issue #26: about 30,000 px, some 33 screens).
+PAGE_BUDGET_PX = 30_000
+#: The phone viewport (CSS px) at which no page may scroll sideways.
+PHONE = (390, 844)
+
+
 @dataclass
 class PageResult:
     docname: str
@@ -198,9 +316,31 @@ class PageResult:
     math_count: int = 0
     image_count: int = 0
     errors: list[str] = field(default_factory=list)
-    #: what a reader meets that the chapters still have to fix (shrunk images, wide tables,
-    #: TeX words, nan/inf/warnings in outputs): reported always, fatal with ``--strict``
+    #: what a reader meets that the chapters may still have to fix, each as ``"[kind] text"``
+    #: (kinds: :data:`FINDINGS`): reported always, fatal with ``--strict`` unless ``PENDING``
     findings: list[str] = field(default_factory=list)
+    #: the page's height at the check's width, in CSS px
+    height: int = 0
+
+    def add(self, kind: str, messages: list[str]) -> None:
+        if kind not in FINDINGS:
+            raise ValueError(f"kind: unknown finding {kind!r}")
+        self.findings += [f"[{kind}] {m}" for m in messages]
+
+    def counts(self) -> dict[str, int]:
+        """Findings per kind on this page."""
+        out: dict[str, int] = {}
+        for f in self.findings:
+            kind = f[1:f.index("]")]
+            out[kind] = out.get(kind, 0) + 1
+        return out
+
+    def fatal(self, strict: bool, pending: frozenset[str] = frozenset()) -> list[str]:
+        """The findings that fail the page: none without ``strict``, else those whose kind is
+        not pending."""
+        if not strict:
+            return []
+        return [f for f in self.findings if f[1:f.index("]")] not in pending]
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -341,27 +481,12 @@ def screenshot(driver: Any, path: Path, width: int, height: int) -> None:
     path.write_bytes(png)
 
 
-def check_page(
-    driver: Any,
-    base: str,
-    docname: str,
-    site: SiteIndex,
-    shots: Path,
-    size: tuple[int, int] = (1280, 900),
-    mathjax_timeout_s: float = 60.0,
-) -> PageResult:
-    url = f"{base}/{docname}.html"
-    result = PageResult(docname=docname, url=url)
-    t0 = time.perf_counter()
-    driver.get_log("browser")  # drop what earlier pages logged
+def load(driver: Any, url: str, mathjax_timeout_s: float = 60.0) -> dict[str, Any]:
+    """Open ``url``, wait for MathJax and for every image; return what MathJax said."""
     driver.get(url)
-    mj = driver.execute_async_script(
+    mj: dict[str, Any] = driver.execute_async_script(
         _WAIT_MATHJAX_JS.replace("arguments_timeout", str(int(mathjax_timeout_s * 1000)))
     )
-    if mj.get("needed"):
-        if not mj.get("loaded"):
-            result.errors.append(f"MathJax did not typeset the page: {mj.get('error', '')}")
-        result.mathjax = str(mj.get("version", ""))
     # let lazily loaded images load: make them eager, then wait until every image settled
     driver.execute_script(
         "document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager');"
@@ -371,6 +496,76 @@ def check_page(
         "return [...document.images].every(i => i.complete)"
     ):
         time.sleep(0.2)
+    return mj
+
+
+def svg_texts(path: Path) -> list[str]:
+    """The text of every ``<text>`` element of an SVG file (a figure's labels, when matplotlib
+    writes text as text: ``svg.fonttype = 'none'``)."""
+    soup = BeautifulSoup(path.read_text(encoding="utf-8", errors="replace"), "html.parser")
+    return [t.get_text(" ") for t in soup.find_all("text")]
+
+
+_TOKEN = re.compile(r"[A-Za-z][\w.]*\w")
+
+
+def code_name_labels(labels: list[str], names: frozenset[str]) -> list[tuple[str, str]]:
+    """``(label, code name)`` for every label that shows one of ``names`` as a whole token."""
+    hits: list[tuple[str, str]] = []
+    for text in dict.fromkeys(labels):
+        for tok in _TOKEN.findall(text or ""):
+            if tok in names or tok.rstrip(".") in names:
+                hits.append((text, tok.rstrip(".")))
+                break
+    return hits
+
+
+def default_code_names(bib: Path | None = None) -> frozenset[str]:
+    """The code names no label may show: :func:`genbounds.labels.code_names` and the BibTeX
+    keys of ``bib``."""
+    from genbounds.labels import code_names
+
+    names = set(code_names())
+    if bib is not None and bib.is_file():
+        names |= set(re.findall(r"^@\w+\{([^,\s]+),", bib.read_text(), re.M))
+    return frozenset(names)
+
+
+def check_phone(driver: Any, base: str, docname: str, shots: Path,
+                mathjax_timeout_s: float = 60.0) -> list[str]:
+    """Horizontal scrolling at a phone's width: the page wider than the window, and what
+    sticks out; a screenshot of the first screen to ``<shots>/phone/<docname>.png``."""
+    load(driver, f"{base}/{docname}.html", mathjax_timeout_s)
+    info = driver.execute_script(_PHONE_JS)
+    shot = shots / "phone" / f"{docname}.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    shot.write_bytes(driver.get_screenshot_as_png())
+    if info["over"] <= 0:
+        return []
+    return [f"page scrolls sideways on a phone ({PHONE[0]} px): {info['over']}px wider; "
+            f"widest: {'; '.join(info['culprits'])}"]
+
+
+def check_page(
+    driver: Any,
+    base: str,
+    docname: str,
+    site: SiteIndex,
+    shots: Path,
+    size: tuple[int, int] = (1280, 900),
+    mathjax_timeout_s: float = 60.0,
+    names: frozenset[str] = frozenset(),
+    budget_px: int = PAGE_BUDGET_PX,
+) -> PageResult:
+    url = f"{base}/{docname}.html"
+    result = PageResult(docname=docname, url=url)
+    t0 = time.perf_counter()
+    driver.get_log("browser")  # drop what earlier pages logged
+    mj = load(driver, url, mathjax_timeout_s)
+    if mj.get("needed"):
+        if not mj.get("loaded"):
+            result.errors.append(f"MathJax did not typeset the page: {mj.get('error', '')}")
+        result.mathjax = str(mj.get("version", ""))
     info = driver.execute_script(_INSPECT_JS)
     result.math_count, result.image_count = info["mathCount"], info["imageCount"]
     result.errors += [f"math error: {e}" for e in info["mathErrors"]]
@@ -378,10 +573,29 @@ def check_page(
     result.errors += [f"raw TeX in the text: {e}" for e in info["rawTex"]]
     result.errors += [f"image did not load: {e}" for e in info["brokenImages"]]
     result.errors += [f"horizontal overflow: {e}" for e in info["overflow"]]
-    result.findings += [f"image shown at {e}" for e in info["shrunk"]]
-    result.findings += [f"table wider than the column: {e}" for e in info["wideTables"]]
-    result.findings += [f"TeX control word in the text: {e}" for e in info["texWords"]]
-    result.findings += info["badOutputs"]
+    result.add("shrunk-image", [f"image shown at {e}" for e in info["shrunk"]])
+    result.add("wide-table", [f"table wider than the column: {e}" for e in info["wideTables"]])
+    result.add("tex-word", [f"TeX control word in the text: {e}" for e in info["texWords"]])
+    for e in info["badOutputs"]:
+        kind = ("warning-output" if e.startswith("Python warning") else
+                "empty-output" if e.startswith("empty list") else "nan-output")
+        result.add(kind, [e])
+    result.add("wide-code", [f"code cell {e}" for e in info["wideCode"]])
+    result.add("wide-output", [f"printed output {e}" for e in info["wideOutputs"]])
+    result.add("cut-equation", [f"display equation {e}" for e in info["cutEquations"]])
+    result.add("bare-reference", [f"reference without number or title: {e}"
+                                  for e in info["bareRefs"]])
+    result.height = int(info["height"])
+    if result.height > budget_px:
+        result.add("tall-page", [f"page is {result.height:,} px tall at {size[0]} px "
+                                 f"(budget {budget_px:,} px)"])
+    labels = list(info["labels"])
+    for src in info["svgImages"]:
+        path = site.target(urlsplit(src).path)
+        if path.suffix == ".svg" and path.is_file():
+            labels += svg_texts(path)
+    result.add("code-name-label", [f"a label shows the code name {n!r}: \"{t.strip()[:70]}\""
+                                   for t, n in code_name_labels(labels, names)])
     if info["pageOverflow"] > 0:
         result.errors.append(f"page is {info['pageOverflow']}px wider than the window")
     result.errors += [f"request outside the site (fails offline): {e}" for e in info["external"]]
@@ -406,11 +620,17 @@ def check_page(
 
 def run(
     html: Path, out: Path, toc: Path, width: int = 1280, height: int = 900,
-    mathjax_timeout_s: float = 60.0,
+    mathjax_timeout_s: float = 60.0, names: frozenset[str] | None = None,
+    phone: bool = True, budget_px: int | None = None,
 ) -> list[PageResult]:
+    """Check every page of the book at ``width`` x ``height`` (and at :data:`PHONE` unless
+    ``phone`` is false); ``names`` are the code names no label may show (default:
+    :func:`default_code_names` of the book's bibliography)."""
     html = Path(html)
     if not (html / "index.html").exists():
         raise SystemExit(f"check_rendering: no built book at {html} (run `make book` first)")
+    if names is None:
+        names = default_code_names(Path(toc).resolve().parent / "book" / "references.bib")
     docnames = colab.toc_docnames(toc)
     missing = [d for d in docnames if not (html / f"{d}.html").exists()]
     site = SiteIndex(html)
@@ -418,20 +638,51 @@ def run(
         PageResult(docname=d, url="", errors=[f"page not built: {d}.html"]) for d in missing
     ]
     out.mkdir(parents=True, exist_ok=True)
-    driver = make_driver(width, height)
-    try:
-        with serve(html) as (base, failed):
+    by_doc: dict[str, PageResult] = {}
+    with serve(html) as (base, failed):
+        driver = make_driver(width, height)
+        try:
             for doc in docnames:
                 if doc in missing:
                     continue
                 failed.clear()
-                res = check_page(driver, base, doc, site, out, (width, height), mathjax_timeout_s)
+                res = check_page(driver, base, doc, site, out, (width, height),
+                                 mathjax_timeout_s, names, budget_px or PAGE_BUDGET_PX)
                 res.errors += [f"server answered {f}" for f in failed]
                 results.append(res)
-    finally:
-        driver.quit()
+                by_doc[doc] = res
+        finally:
+            driver.quit()
+        if phone:
+            driver = make_driver(*PHONE)
+            # a desktop window cannot be made this narrow: emulate the phone's viewport (as
+            # DevTools' device mode does; mobile: the page's viewport meta tag applies)
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+            try:
+                for doc, res in by_doc.items():
+                    res.add("phone-scroll", check_phone(driver, base, doc, out,
+                                                        mathjax_timeout_s))
+            finally:
+                driver.quit()
     (out / "report.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     return results
+
+
+def summary(results: list[PageResult], pending: frozenset[str]) -> list[str]:
+    """Per-page counts of each kind of finding, and which pending kinds already pass."""
+    kinds = list(FINDINGS)
+    lines = ["findings per page (kind: count; * = pending, not yet fatal, issue #26):"]
+    for r in results:
+        c = r.counts()
+        if c:
+            lines.append(f"  {r.docname}: " + ", ".join(
+                f"{k}{'*' if k in pending else ''} {c[k]}" for k in kinds if k in c))
+    seen = {k for r in results for k in r.counts()}
+    clean = sorted(pending - seen)
+    if clean:
+        lines.append(f"pending kinds no page fails any more (remove from PENDING): {clean}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -441,27 +692,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--toc", type=Path, default=Path("_toc.yml"))
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=900)
+    parser.add_argument("--no-phone", action="store_true",
+                        help=f"skip the pass at the phone viewport ({PHONE[0]} px)")
     parser.add_argument("--strict", action="store_true",
-                        help="also fail on the reader findings (shrunk images, wide tables, TeX "
-                             "words, nan/inf/warnings in outputs)")
+                        help="also fail on the reader findings whose kind is not in PENDING")
+    parser.add_argument("--all-fatal", action="store_true",
+                        help="with --strict, the pending kinds fail too (what the book will meet)")
     args = parser.parse_args(argv)
+    pending = frozenset() if args.all_fatal else PENDING
     try:
-        results = run(args.html, args.out, args.toc, args.width, args.height)
+        results = run(args.html, args.out, args.toc, args.width, args.height,
+                      phone=not args.no_phone)
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         return 2
     bad = 0
     for r in results:
-        status = "ok  " if not (r.errors or (args.strict and r.findings)) else "FAIL"
+        fatal = r.fatal(args.strict, pending)
+        status = "ok  " if not (r.errors or fatal) else "FAIL"
         print(
             f"{status} {r.docname}: {r.math_count} math, {r.image_count} images, "
-            f"MathJax {r.mathjax or '-'}, {r.seconds} s -> {r.screenshot}"
+            f"{r.height:,} px tall, MathJax {r.mathjax or '-'}, {r.seconds} s -> {r.screenshot}"
         )
         for e in r.errors:
             print(f"     {e}")
         for f in r.findings:
-            print(f"     {'' if args.strict else 'finding (not yet fatal): '}{f}")
-        bad += bool(r.errors) or (args.strict and bool(r.findings))
+            print(f"     {'' if f in fatal else 'finding (not fatal): '}{f}")
+        bad += bool(r.errors) or bool(fatal)
+    print("\n".join(summary(results, pending)))
     n_find = sum(len(r.findings) for r in results)
     print(f"check_rendering: {len(results) - bad} passed, {bad} failed; {n_find} reader findings"
           + ("" if args.strict else " (fatal with --strict)"))
