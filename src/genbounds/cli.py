@@ -25,15 +25,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BUDGET_MARGIN", "describe_estimate", "main"]
+__all__ = ["BUDGET_MARGIN", "STALE_EXIT_CODE", "describe_estimate", "main"]
 
 BUDGET_MARGIN = 0.9
 """Units are told to stop at this fraction of ``--budget-minutes`` (they stop at the next epoch
 boundary and save a checkpoint, which takes the rest)."""
 
 
+STALE_EXIT_CODE = 4
+"""Exit status when a stored result was made by other code and ``--on-code-change error`` was
+asked for, or the package's source changed on disk while the command ran."""
+
+
 class UsageError(ValueError):
     """A bad argument or environment: printed as one line, exit status 2."""
+
+
+_HEX40 = frozenset("0123456789abcdef")
+
+
+def _check_environment() -> None:
+    """UsageError for a malformed ``$GENBOUNDS_GIT_COMMIT`` / ``$GENBOUNDS_GIT_DIRTY``, which
+    every result's provenance records (checked before anything is computed)."""
+    import os
+
+    commit = os.environ.get("GENBOUNDS_GIT_COMMIT")
+    if commit and not (len(commit) == 40 and set(commit) <= _HEX40):
+        raise UsageError("GENBOUNDS_GIT_COMMIT must be a full commit id (40 hexadecimal digits, "
+                         f"lower case), got {commit!r}")
+    dirty = os.environ.get("GENBOUNDS_GIT_DIRTY")
+    if dirty is not None and dirty not in ("0", "1"):
+        raise UsageError(f"GENBOUNDS_GIT_DIRTY must be 0 or 1, got {dirty!r}")
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
@@ -73,14 +95,34 @@ def _cmd_experiments(args: argparse.Namespace) -> int:
 
 
 def _stale(store: Any, e: Any, unit: Any) -> bool:
+    """Whether ``unit`` is to be computed again: stored by other code, or damaged (the sweep
+    then stops with the named error, or recomputes it with ``--recompute-damaged``)."""
     import warnings
 
-    from genbounds.results import StaleResultWarning
+    from genbounds.results import DamagedResultError, StaleResultWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StaleResultWarning)
-        stored = store.load(unit, on_code_change="warn", code_modules=e.code)
+        try:
+            stored = store.load(unit, on_code_change="warn", code_modules=e.code, wait_s=0.0)
+        except DamagedResultError:
+            return True
     return stored is None or bool(stored.stale)
+
+
+def _wall_s(store: Any, e: Any, unit: Any) -> float:
+    """The wall time a stored unit records (0 for a damaged one: the sweep names it)."""
+    import warnings
+
+    from genbounds.results import DamagedResultError, StaleResultWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StaleResultWarning)
+        try:
+            stored = store.load(unit, on_code_change="warn", code_modules=e.code, wait_s=0.0)
+        except DamagedResultError:
+            return 0.0
+    return stored.wall_time_s if stored is not None else 0.0
 
 
 def describe_estimate(e: Any, cfg: Any, store: Any = None,
@@ -103,19 +145,15 @@ def describe_estimate(e: Any, cfg: Any, store: Any = None,
         chosen = select_units(units, match or {})
         missing = [u for u in chosen if not store.has(u) or (redo_stale and _stale(store, e, u))]
         if not missing:
-            wall = 0.0
-            for u in chosen:
-                stored = store.load(u, on_code_change="warn", code_modules=e.code)
-                wall += stored.wall_time_s if stored is not None else 0.0
+            wall = sum(_wall_s(store, e, u) for u in chosen)
             return (f"nothing to compute: all {len(chosen)} units stored "
                     f"({wall / 60:.1f} min of measured wall time)")
-        if len(missing) < len(units) and e.estimate is None:
-            per_unit = estimates.unit_seconds(e.name, cfg, store)  # calibrated on the stored
-            if per_unit is not None and len(per_unit) == len(units):
-                left = sum(s for s, u in zip(per_unit, units, strict=True) if u in missing)
+        if len(missing) < len(units):
+            per = estimates.unit_estimates(e.name, cfg, store)  # calibrated on stored units
+            if per is not None and len(per.seconds) == len(units):
+                left = sum(s for s, u in zip(per.seconds, units, strict=True) if u in missing)
                 return (f"~{left / 60:.1f} min for the {len(missing)} missing of "
-                        f"{len(units)} units (calibrated on the stored ones that ran on this "
-                        "kind of device)")
+                        f"{len(units)} units ({per.describe()})")
         if match and len(chosen) < len(units):
             per_unit = estimates.unit_seconds(e.name, cfg, store)
             if per_unit is not None and len(per_unit) == len(units):
@@ -180,6 +218,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.status:
         return _cmd_status(args)
+    from genbounds import estimates
     from genbounds.experiments.registry import select_units, sweep
     from genbounds.results import DamagedResultError, report_damage, summarize_provenance
 
@@ -198,15 +237,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             n_units = len(select_units(e.units(cfg), match))
         except ValueError as err:
             raise UsageError(f"--match for {e.name}: {err}") from None
-        print(f"[{e.name}] scale={scale}, {n_units} units, estimate: "
-              f"{describe_estimate(e, cfg, store, match, args.on_code_change == 'recompute')}",
-              flush=True)
         t0 = time.perf_counter()
         try:
+            estimate = describe_estimate(e, cfg, store, match,
+                                         args.on_code_change == "recompute")
+            print(f"[{e.name}] scale={scale}, {n_units} units, estimate: {estimate}", flush=True)
+            t0 = time.perf_counter()
             report = sweep(e, scale, store=store, progress=not args.no_progress,
                            on_code_change=args.on_code_change, recompute=args.recompute,
                            recompute_damaged=args.recompute_damaged, deadline=deadline,
-                           match=match)
+                           match=match, unit_seconds=estimates.unit_seconds)
         except DamagedResultError as err:
             where = f" --results-dir {args.results_dir}" if args.results_dir else ""
             return int(report_damage(err, repair=(
@@ -254,8 +294,8 @@ def _parser() -> argparse.ArgumentParser:
                         "quick scale, keep with a warning at paper scale)")
     r.add_argument("--budget-minutes", type=float, default=None, metavar="M",
                    help="stop cleanly before M minutes: the unit running is told to stop at "
-                        f"{BUDGET_MARGIN:.0%} of M, saves a checkpoint and is resumed by the "
-                        "next run; a summary says what is done, in progress and left")
+                        f"{BUDGET_MARGIN * 100:.0f}%% of M, saves a checkpoint and is resumed "
+                        "by the next run; a summary says what is done, in progress and left")
     r.add_argument("--match", nargs="+", default=None, metavar="FIELD=VALUE",
                    help="only the units whose config fields have these values, e.g. "
                         "--only shallow_gd --match N=400 d_m=4096")
@@ -275,8 +315,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"bounds": _cmd_bounds, "experiments": _cmd_experiments,
                "reproduce": _cmd_reproduce}[args.command]
+    return _handle(handler, args)
+
+
+def _handle(handler: Any, args: argparse.Namespace) -> int:
+    """Run ``handler``; every error a user can meet becomes one named message on stderr and an
+    exit status (2: bad argument or environment; 3: a stored result is damaged or a result
+    cannot be stored; 4: results of other code, see :data:`STALE_EXIT_CODE`); 1 stays for
+    crashes."""
+    from genbounds.results import (
+        DAMAGE_EXIT_CODE,
+        CodeChangedError,
+        DamagedResultError,
+        StaleResultError,
+        UnsavedResultError,
+        report_damage,
+    )
+
     try:
-        return handler(args)
+        if args.command == "reproduce":
+            _check_environment()
+        return int(handler(args))
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except DamagedResultError as err:
+        return report_damage(err)
+    except (StaleResultError, CodeChangedError) as err:
+        hint = (" (--on-code-change warn keeps it with a warning, recompute recomputes it)"
+                if isinstance(err, StaleResultError) else "")
+        print(f"error: {err}{hint}", file=sys.stderr)
+        return STALE_EXIT_CODE
+    except UnsavedResultError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return DAMAGE_EXIT_CODE
+    except OSError as err:  # a directory without permission, a full or read-only disk
+        where = f" {err.filename}" if err.filename else ""
+        print(f"error: the results store cannot be used:{where}: {err.strerror or err}",
+              file=sys.stderr)
+        return DAMAGE_EXIT_CODE

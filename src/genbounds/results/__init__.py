@@ -35,7 +35,9 @@ What the store guarantees, and where (see :mod:`genbounds.results.files` for the
   followed); a stray name, a file where a directory belongs, a missing record checksum, an
   unreadable file are damage like any other. Files get ``0o666`` less the umask.
 * **Arrays are numbers.** NaN, inf and strings are refused unless declared (``nonfinite=``,
-  ``text=``; the record lists the ``nonfinite`` arrays, :attr:`StoredResult.nonfinite`).
+  ``text=``; the record lists the ``nonfinite`` arrays, :attr:`StoredResult.nonfinite`). A
+  computed result the store refuses is kept in ``<root>/_unsaved/`` and named by an
+  :class:`UnsavedResultError`, never thrown away.
 
 ``python -m genbounds store check|repair`` (:func:`store_main`) is the command-line side.
 """
@@ -49,6 +51,7 @@ from genbounds.results.errors import (
     DamagedResultError,
     StaleResultError,
     StaleResultWarning,
+    UnsavedResultError,
     report_damage,
 )
 from genbounds.results.files import default_results_dir
@@ -88,6 +91,7 @@ __all__ = [
     "StaleResultError",
     "StaleResultWarning",
     "StoredResult",
+    "UnsavedResultError",
     "check_namespace",
     "check_store",
     "checkpoints_in_progress",

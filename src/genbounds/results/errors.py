@@ -23,6 +23,7 @@ __all__ = [
     "DamagedResultError",
     "StaleResultError",
     "StaleResultWarning",
+    "UnsavedResultError",
     "report_damage",
 ]
 
@@ -70,6 +71,24 @@ class Damage:
         """The three facts on three lines: file, problem, repair command."""
         what = "damaged result" if self.kind == "damaged" else "leftover of an interrupted write"
         return f"{what}: {self.path}\n  problem: {self.problem}\n  repair:  {self.repair}"
+
+
+class UnsavedResultError(ValueError):
+    """A unit was computed but its result cannot be stored as it is (an undeclared NaN, a
+    string, an unsupported type): nothing is committed, and what was computed is kept under
+    :attr:`kept` (``<root>/_unsaved/<UTC time>/<namespace>/<ConfigClass>/<key>.npz``, arrays
+    saved as they are, pickle for what numpy cannot save) so that hours of compute are not lost.
+    """
+
+    def __init__(self, problem: str, kept: Path | None) -> None:
+        self.problem = problem
+        self.kept = kept
+        where = (f"; the computed result is kept in {kept}" if kept is not None
+                 else "; the computed result could not be kept either")
+        super().__init__(f"{problem}{where} (nothing was committed to the store)")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.problem, self.kept))
 
 
 class DamagedResultError(StaleResultError):

@@ -45,6 +45,7 @@ __all__ = [
     "REPLACED_DIR",
     "TEMPORARY_FILE",
     "UNIT_FILE",
+    "UNSAVED_DIR",
     "WRITE_ERRORS",
     "Record",
     "Unit",
@@ -70,6 +71,10 @@ CHECKPOINT_DIR = ".checkpoints"
 """``<root>/.checkpoints/<namespace>/<ConfigClass>/<key>.pt``: the partial state of a unit that
 a time budget stopped (:mod:`genbounds.train.checkpoint`); never a result, never committed."""
 DAMAGED_DIR = "_damaged"
+UNSAVED_DIR = "_unsaved"
+"""``<root>/_unsaved/<UTC time>/<namespace>/<ConfigClass>/<key>.npz``: a computed result the store
+refused (an undeclared NaN...), kept so that its compute is not lost; never read as a result,
+ignored by git (:class:`~genbounds.results.UnsavedResultError` names it)."""
 _REQUIRED: dict[str, type] = {
     "key": str, "config_class": str, "protocol_version": int, "config": dict, "scalars": dict,
     "arrays": dict, "npz_sha256": str, "provenance": dict,

@@ -34,6 +34,7 @@ from genbounds.results.files import (
     REPLACED_DIR,
     TEMPORARY_FILE,
     UNIT_FILE,
+    UNSAVED_DIR,
     Unit,
     default_repair_command,
     default_results_dir,
@@ -216,7 +217,7 @@ class _Scan:
         self.stray.append(Damage(path, problem, self.repair, (path,), "damaged"))
 
     def special_dirs(self) -> None:
-        for name in (DAMAGED_DIR, REPLACED_DIR, LOCK_DIR, CHECKPOINT_DIR):
+        for name in (DAMAGED_DIR, REPLACED_DIR, LOCK_DIR, CHECKPOINT_DIR, UNSAVED_DIR):
             path = self.root / name
             if os.path.lexists(path):
                 problem = _not_a_directory(self.root, path)

@@ -20,16 +20,23 @@ import numpy as np
 from filelock import Timeout
 
 from genbounds.results import files
-from genbounds.results.errors import DamagedResultError, StaleResultError, StaleResultWarning
+from genbounds.results.errors import (
+    DamagedResultError,
+    StaleResultError,
+    StaleResultWarning,
+    UnsavedResultError,
+)
 from genbounds.results.files import (
     CHECKPOINT_DIR,
     REPLACED_DIR,
+    UNSAVED_DIR,
     Unit,
     default_repair_command,
     default_results_dir,
 )
 from genbounds.results.keys import config_hash, config_to_dict
 from genbounds.results.provenance import (
+    CodeChangedError,
     Provenance,
     code_fingerprint,
     describe_device,
@@ -514,9 +521,57 @@ class ResultStore:
             raise ValueError(f"fn must return a mapping of results, got {type(out).__name__}")
         arrays = {k: v for k, v in out.items() if not _is_scalar(v)}
         scalars = {k: v for k, v in out.items() if _is_scalar(v)}
-        return self.save(config, arrays, scalars, device=describe_device(device),
-                         wall_time_s=wall, code_modules=modules, nonfinite=declared[0],
-                         text=declared[1])
+        try:
+            return self.save(config, arrays, scalars, device=describe_device(device),
+                             wall_time_s=wall, code_modules=modules, nonfinite=declared[0],
+                             text=declared[1])
+        except CodeChangedError as err:
+            kept = self._keep_unsaved(config, out, str(err))
+            raise CodeChangedError(f"{err}; the computed result is kept in {kept}") from None
+        except UnsavedResultError:
+            raise
+        except ValueError as err:
+            raise UnsavedResultError(f"unit {self.unit(config).key} of "
+                                     f"{type(config).__name__}: {err}",
+                                     self._keep_unsaved(config, out, str(err))) from None
+
+    def _keep_unsaved(self, config: Any, out: Mapping[str, Any], problem: str) -> Path | None:
+        """Keep a computed result the store refuses (``<root>/_unsaved/<UTC time>/<ns>/<Class>/
+        <key>.npz``, with a ``.json`` saying why); ``None`` if even that fails."""
+        unit = self.unit(config)
+        stamp = time.strftime("%Y-%m-%dT%H-%M-%SZ", time.gmtime())
+        folder = self.root / UNSAVED_DIR / stamp / unit.namespace / unit.config_class
+        if files.obstruction(self.root, folder / "x") is not None:
+            return None  # a link out of the store or a file in the way: never written through
+        arrays: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for name, value in out.items():
+            try:
+                arr = np.asarray(value)
+                ok = arr.dtype != object and str(name).isidentifier()
+            except Exception:  # noqa: BLE001 - anything numpy cannot take goes to the pickle
+                ok = False
+            if ok:
+                arrays[str(name)] = arr
+            else:
+                extra[str(name)] = value
+        try:
+            files.ignore_dir(self.root / UNSAVED_DIR)
+            buf = io.BytesIO()
+            np.savez(buf, **arrays)  # type: ignore[arg-type]
+            files.atomic_write(folder / f"{unit.key}.npz", buf.getvalue())
+            note = {"problem": problem, "config_class": type(config).__qualname__,
+                    "config": config_to_dict(config), "pickled": sorted(extra)}
+            files.atomic_write(folder / f"{unit.key}.json",
+                               json.dumps(note, indent=1, default=repr).encode())
+            if extra:
+                import pickle
+
+                files.atomic_write(folder / f"{unit.key}.pickle", pickle.dumps(extra))
+        except Exception:  # noqa: BLE001 - keeping it is a courtesy; the error is raised anyway
+            logger.exception("could not keep the unsaved result of unit %s", unit.key)
+            return None
+        return folder / f"{unit.key}.npz"
 
 
 def run_sweep(
