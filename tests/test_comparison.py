@@ -76,6 +76,9 @@ def test_run_setting_measures_gaps_and_stores_norms(rows: list[dict[str, float]]
         assert ("tt.W_c_op" in r) == (r["depth"] == 1)
         assert r["model.n_params"] > 0 and r["model.dist_l2"] > 0
         assert np.isfinite(r["margin.q10"]) and r["path_norm"] > 0
+        # the peer's path norm (projections kept) is below the sum over paths (dropped)
+        assert 0 < r["path_norm"] < r["path_norm_paths"]
+        assert r["weights.n"] == r["model.n_params"]  # no family here has biases
     # the same seed index gives the same initialisation in two settings that differ in n only
     assert rows[0]["model.n_params"] == rows[2 + 0]["model.n_params"]
     # the sweep's PAC-Bayes-kl certificate on the same weights, with its terms
@@ -98,7 +101,7 @@ def test_every_registered_bound_is_evaluated_or_explained(rows: list[dict[str, f
     depth = np.array([r["depth"] for r in rows])
     assert np.all(np.isfinite(tt[depth == 1])) and np.all(np.isnan(tt[depth == 2]))
     assert np.all(np.isfinite(bt.values["measures.n_params"]))
-    for k in ("measures.path_norm", "measures.log_sum_spec", "pacbayes.init_released"):
+    for k in ("measures.path_norm", "measures.log_sum_spec", "pacbayes.init_jiang"):
         assert np.all(np.isfinite(bt.values[k])), k
     # proved only where valid and the audit verdict is 'holds'; measures are never proved
     from genbounds.bounds.registry import get
@@ -177,3 +180,29 @@ def test_experiment_is_registered() -> None:
     assert exp is cmp.EXPERIMENT and exp.chapter == "notebooks/06_comparison.md"
     assert exp.units(exp.config("quick")) == cmp.settings(cmp.ComparisonConfig.quick())
     assert dataclasses.is_dataclass(exp.config("paper"))
+
+
+@pytest.mark.parametrize("field, value", [
+    ("device", "bogus"), ("device", 3), ("device", "cuda:x"), ("varied", "nonsense"),
+    ("root_seed", -1), ("root_seed", 2**40), ("root_seed", 1.5), ("seeds", 10**6),
+    ("T", 2**70), ("task", ["sparse_majority"]), ("lr", 1), ("search_depth", 0)])
+def test_setting_rejects_bad_values_naming_the_field(field: str, value: object) -> None:
+    import dataclasses
+
+    base = _tiny()
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(base, **{field: value})
+
+
+def test_comparison_config_rejects_bad_values_naming_the_field() -> None:
+    q = cmp.ComparisonConfig.quick()
+    with pytest.raises(ValueError, match="bases"):
+        cmp.ComparisonConfig(bases=(), variations=())
+    with pytest.raises(ValueError, match="variations"):
+        cmp.ComparisonConfig(bases=q.bases, variations=(("mnist01", "n", (0,)),))
+    with pytest.raises(ValueError, match="variations"):
+        cmp.ComparisonConfig(bases=q.bases, variations=(("mnist01", "bogus", (2,)),))
+    with pytest.raises(ValueError, match="joint"):
+        cmp.ComparisonConfig(bases=q.bases, variations=(), joint=[1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="device"):
+        cmp.ComparisonConfig.quick(device="bogus")

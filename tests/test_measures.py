@@ -20,7 +20,7 @@ def _row() -> dict[str, float]:
             "readout.spectral": 0.5, "readout.fro": 0.5, "tt.W_c_spectral": 100.0,
             "model.n_params": 40.0, "model.l2": 3.0, "model.dist_l2": 2.0,
             "pacbayes.sigma": 0.5, "pacbayes.mag_sigma": 0.25, "pacbayes.mag_logsum": 8.0,
-            "margin.q10": -0.5, "path_norm": 7.0}
+            "margin.q10": -0.5, "path_norm": 7.0, "path_norm_paths": 70.0}
 
 
 def test_weight_matrices_skip_a_factored_product_and_adapter_columns() -> None:
@@ -56,15 +56,17 @@ def test_every_measure_by_hand() -> None:
         math.log(3) + (lpf - 2 * math.log(0.5)) / 3)
     assert ev("measures.path_norm") == 7.0
     assert ev("measures.path_norm_margin") == pytest.approx(28.0)
-    # ||w - w0||^2 / (4 sigma^2) + log(m / sigma) + 10 = 4 / 1 + log(200) + 10
+    assert ev("measures.path_norm_paths") == 70.0
+    # the peer's convention: ||w - w0||^2 / (4 s^2) + log(m / s) + 10 = 4 / 1 + log(200) + 10
     assert ev("pacbayes.init") == pytest.approx(4 + math.log(200) + 10)
     assert ev("pacbayes.mag_init") == pytest.approx(8 / 4 + math.log(400) + 10)
     assert ev("pacbayes.flatness") == pytest.approx(4.0)
     assert ev("pacbayes.mag_flatness") == pytest.approx(16.0)
-    # released convention: the same perturbation (std 0.5) has parameter sqrt(0.5)
-    assert ev("pacbayes.init_released") == pytest.approx(4 / (4 * 0.5) + math.log(100 / 0.5**0.5)
-                                                         + 10)
-    assert ev("pacbayes.flatness_released") == pytest.approx(2.0)
+    # the printed convention reads the same perturbation (std s^2 = 0.25) as sigma = 0.25
+    assert ev("pacbayes.init_jiang") == pytest.approx(4 / (4 * 0.25**2) + math.log(100 / 0.25)
+                                                      + 10)
+    assert set(ms.MEASURE_WORDS) == set(ms.MEASURE_KEYS)
+    assert not any(get(k).statement == w for k, w in ms.MEASURE_WORDS.items())
     for key in ms.MEASURE_KEYS:
         assert get(key).kind is BoundKind.MEASURE
     with pytest.raises(ValueError, match="measure"):
@@ -103,18 +105,20 @@ def test_sigma_search_finds_the_noise_level_by_hand() -> None:
 
 
 def test_mag_logsum_by_hand() -> None:
-    toy = _Toy([1.0])
+    from genbounds.models.shallow_encoder import ShallowEncoder
+
+    model = ShallowEncoder(d=4, d_m=3, n_models=1, seeds=[0])
+    init = {k: v.detach().clone() for k, v in model.named_parameters()}
     with torch.no_grad():
-        toy.w[0, :2] = torch.tensor([1.0, 2.0])
-    init = {"w": torch.zeros(1, 2000, dtype=torch.float64)}
+        model.W_V[0, 0, :2] += torch.tensor([1.0, 2.0])
     s, eps = 0.5, 1e-3
-    got = ms.pacbayes_mag_logsum(toy, init, np.array([s]), eps=eps)
-    dist2 = 5.0
-    num = eps**2 + (s**2 + 1) * dist2 / 2000
-    den = eps**2 + s**2 * np.concatenate([[1.0, 4.0], np.zeros(1998)])
-    assert got[0] == pytest.approx(np.sum(np.log(num / den)))
-    with pytest.raises(ValueError, match="initial_state"):
-        ms.pacbayes_mag_logsum(toy, {}, np.array([s]))
+    got = ms.pacbayes_mag_logsum(model.view(initial_state=init), np.array([s]), eps=eps)
+    omega = sum(p.numel() for p in model.parameters())
+    num = eps**2 + (s**2 + 1) * 5.0 / omega
+    den = eps**2 + s**2 * np.concatenate([[1.0, 4.0], np.zeros(omega - 2)])
+    assert got[0] == pytest.approx(np.sum(np.log(num / den)), rel=1e-6)
+    with pytest.raises(ValueError, match="initial"):
+        ms.pacbayes_mag_logsum(model.view(), np.array([s]))
 
 
 def test_released_noise_convention_has_standard_deviation_sigma_squared() -> None:
@@ -171,14 +175,15 @@ def test_norm_measures_match_the_released_formulas_on_the_same_weights(layers: i
 
 
 @pytest.mark.parametrize("layers", [1, 2])
-def test_path_norm_is_the_squared_network_on_ones(layers: int,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Jiang et al.'s / the released code's path norm: square every parameter, feed ones, sum
-    the output; here with the unit-ball projections replaced by the identity (stated)."""
+def test_path_norm_paths_is_the_squared_network_without_projections(
+        layers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variant: the forward pass on squared weights with the unit-ball projections replaced
+    by the identity is the sum over paths; with them (the peer's path norm) it is smaller."""
     import genbounds.models.edelman as ed
 
     model = _edelman(layers=layers)
-    got = ms.path_norm(model.view())
+    got = ms.path_norm_paths(model.view())
+    peer = ms.path_norm(model, (4, 5))
     with torch.no_grad():
         for p in model.parameters():
             p.pow_(2)
@@ -186,8 +191,17 @@ def test_path_norm_is_the_squared_network_on_ones(layers: int,
     with torch.no_grad():
         want = model(torch.ones(2, 1, 4, 5)).double().numpy()[:, 0]
     assert got == pytest.approx(want, rel=1e-5)
+    assert np.all(peer < got)
     with pytest.raises(ValueError, match="view"):
-        ms.path_norm(object())
+        ms.path_norm_paths(object())  # type: ignore[arg-type]
+    from genbounds.models.shallow_encoder import ShallowEncoder
+
+    with pytest.raises(ValueError, match="W_O"):  # a capability, not a family, decides
+        ms.path_norm_paths(ShallowEncoder(d=4, d_m=3, n_models=1, seeds=[0]).view())
+    with pytest.raises(ValueError, match="input_shape"):
+        ms.path_norm(model, (4, 0))
+    with pytest.raises(ValueError, match="model"):
+        ms.path_norm(object(), (4, 5))  # type: ignore[arg-type]
 
 
 def test_training_margin_is_the_released_kthvalue_of_the_logit_difference() -> None:

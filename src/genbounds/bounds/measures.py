@@ -3,89 +3,96 @@
 Jiang, Neyshabur, Mobahi, Krishnan & Bengio, "Fantastic generalization measures and where to find
 them" (ICLR 2020) compared some forty measures on thousands of trained networks; Dziugaite et al.
 (NeurIPS 2020) re-implemented them in their released code
-(``nitarshan/robust-generalization-measures``, ``data/generation/measures.py``). The comparison
-chapter puts the ones every reader asks about next to the papers' bounds, on the same models.
-Names are Jiang et al.'s; ``d`` is the number of weight matrices, ``gamma`` the margin (below):
+(``nitarshan/robust-generalization-measures``, ``data/generation/measures.py``, the **peer code**
+below). Every measure here follows the peer code's definition, under its name; a variant that
+teaches something is kept under a name of its own. ``d`` is the number of weight matrices,
+``gamma`` the margin, ``omega`` the number of weights:
 
 ==================================  ========================================================
-``measures.n_params``               number of trainable parameters ``omega`` (``num.params``)
+``measures.n_params``               ``omega`` (``num.params``)
 ``measures.log_prod_spec``          ``sum_i log ||W_i||_2^2`` (``log.prod.of.spec``)
-``measures.log_sum_spec``           ``log d + (1/d) sum_i log ||W_i||_2^2`` (``log.sum.of.spec``:
-                                    the log of ``d (prod_i ||W_i||_2^2)^(1/d)``, the smallest
-                                    ``sum_i ||W_i||_2^2`` over rescalings of the layers)
+``measures.log_sum_spec``           ``log d + (1/d) sum_i log ||W_i||_2^2`` (``log.sum.of.spec``)
 ``measures.log_prod_fro``           ``sum_i log ||W_i||_F^2`` (``log.prod.of.fro``)
 ``measures.log_sum_fro``            ``log d + (1/d) sum_i log ||W_i||_F^2`` (``log.sum.of.fro``)
-``measures.dist_init``              ``||w - w_0||_2`` over every trainable parameter
-``measures.param_norm``             ``||w||_2^2`` (``param.norm``)
+``measures.dist_init``              ``||w - w_0||_2`` (the peer's ``L2_DIST``)
+``measures.param_norm``             ``sum_i ||W_i||_F^2 = ||w||_2^2`` (``param.norm``)
 ``measures.inverse_margin``         ``1 / gamma^2`` (``inverse.margin``)
-``measures.log_prod_spec_margin``   ``log.prod.of.spec - 2 log gamma`` (``.over.margin``)
+``measures.log_prod_spec_margin``   ``log.prod.of.spec - 2 log gamma``
 ``measures.log_sum_spec_margin``    ``log d + (1/d)(log.prod.of.spec - 2 log gamma)``
 ``measures.log_prod_fro_margin``    ``log.prod.of.fro - 2 log gamma``
 ``measures.log_sum_fro_margin``     ``log d + (1/d)(log.prod.of.fro - 2 log gamma)``
-``measures.path_norm``              ``f_{w^2}(1)``: the network with every weight squared, on an
-                                    input of ones (``path.norm``; see :func:`path_norm`)
+``measures.path_norm``              the model's own forward pass with every trainable parameter
+                                    squared, on one input of ones, summed (``path.norm``)
 ``measures.path_norm_margin``       ``path.norm / gamma^2`` (``path.norm.over.margin``)
-``pacbayes.init``                   ``||w - w_0||^2 / (4 sigma^2) + log(m / sigma) + 10``
-``pacbayes.mag_init``               ``1/4 sum_i log((eps^2 + (s^2 + 1) ||w - w_0||^2 / omega) /
-                                    (eps^2 + s^2 (w_i - w_{0,i})^2)) + log(m / s) + 10``
-``pacbayes.flatness``               ``1 / sigma^2``
-``pacbayes.mag_flatness``           ``1 / s^2``
-``pacbayes.init_released``          ``pacbayes.init`` in the released code's noise convention
-``pacbayes.flatness_released``      ``pacbayes.flatness`` in the released code's convention
+``measures.path_norm_paths``        variant: the sum over paths of the product of squared
+                                    weights (the forward pass without its normalisations)
+``pacbayes.init``                   ``||w - w_0||^2 / (4 s^2) + log(m / s) + 10``
+``pacbayes.mag_init``               ``1/4 sum_i log((eps^2 + (s_m^2 + 1) ||w - w_0||^2 / omega) /
+                                    (eps^2 + s_m^2 (w_i - w_{0,i})^2)) + log(m / s_m) + 10``
+``pacbayes.flatness``               ``1 / s^2``
+``pacbayes.mag_flatness``           ``1 / s_m^2``
+``pacbayes.init_jiang``             variant: ``pacbayes.init`` in Jiang et al.'s printed noise
+                                    convention (``sigma = s^2``, below)
 ==================================  ========================================================
 
-``W_i`` runs over the trainable weight matrices of the model view (a factored head's ``W_Q``,
-``W_K`` count, their product ``W_QK`` then does not), ``m`` is the number of training samples.
+**Weights.** The peer code's weights are its modules' parameters except those whose name contains
+``bias`` or ``bn`` (:func:`weight_parameters` applies the same rule to a view's parameters);
+``W_i`` runs over the weight matrices of the model view, one per linear map (a factored head's
+``W_Q``, ``W_K``; their product ``W_QK`` then does not count), as the peer's one weight tensor
+per module; a vector (a readout ``w``) is the matrix ``(n, 1)``, as the peer's
+``p.view(p.shape[0], -1)`` makes it. ``m`` is the number of training samples.
 
 **Margin.** For a scalar output ``f`` and labels ``y`` in {0, 1} the margin of a sample is
-``(2y - 1) f(x)``, the logit difference of the two-class logits ``(0, f)``: Jiang et al.'s
-"correct logit minus the largest other logit". ``gamma`` is the ``floor(m/10)``-th smallest margin
-on the training set (their 10th percentile; the released code's ``kthvalue(m // 10)``), and, as
-in the released code, its absolute value enters the measures (a model with more than 10% training
-errors has a negative 10th percentile; its ``|gamma|`` is used, and the chapter says how many
-such models there are). ``gamma = 0`` makes every margin measure undefined (``NotApplicable``).
+``(2y - 1) f(x)``, the logit difference of the two-class logits ``(0, f)``: the peer's "correct
+logit minus the largest other logit". ``gamma`` is the ``floor(m/10)``-th smallest margin on the
+training set (``kthvalue(m // 10)``), and, as in the peer code, its absolute value enters the
+measures (a model with more than 10% training errors has a negative 10th percentile; its
+``|gamma|`` is used). ``gamma = 0`` makes every margin measure undefined (``NotApplicable``).
 
-**Path norm.** Jiang et al. (after Neyshabur et al. 2015) square every weight and evaluate the
-network on an input of ones. On an :class:`~genbounds.models.EdelmanTransformer` the unit-ball
-projections are left out (with them the "network of squared weights" is not the sum over paths
-of products of squared weights), and on identical tokens the attention is uniform whatever
-``W_QK`` is, so ``W_QK`` drops out: the value is ``w^2 . prod_l (sum_h W_c,h^2 ... W_v,h^2) 1``,
-the sum over every path input coordinate -> value -> output -> ... -> readout of the product of
-its squared weights (entrywise squares, ``W^2``). Other families have no path norm here.
+**Path norm (peer convention).** The peer code copies the model, squares every trainable
+parameter in place, evaluates the model on one input of ones (``torch.ones([1] + D)``) and sums
+the outputs. :func:`path_norm` does exactly that with the model's own forward pass: every
+normalisation the model applies (the unit-ball projections of an Edelman Transformer, the mean
+pooling of the shallow encoder, a softmax over identical tokens, which is uniform) is applied to
+the squared network too. With normalisations the result is *not* the sum over paths of products
+of squared weights (Neyshabur et al. 2015's path norm); :func:`path_norm_paths` computes that sum
+for the views that have no MLP maps or biases and give every head an output map, which is
+what an Edelman Transformer without its projections computes.
 
-**PAC-Bayes noise convention (stated).** Jiang et al. define the perturbation as
-``u ~ N(0, sigma^2 I)`` (standard deviation ``sigma``; magnitude-aware: variance
-``s^2 w_i^2 + eps^2``). The released code draws ``torch.normal(0, sigma**2)``, whose second
-argument is a *standard deviation*: its noise has standard deviation ``sigma^2`` (magnitude-aware:
-``sigma^2 |w_i|^2 + eps^2``). Both conventions are implemented (:func:`pacbayes_sigma`,
-``noise="paper"`` or ``"released"``). The comparison sweep runs the search in the paper's
-convention only and reads the *same* isotropic perturbation in the released code's parameter,
-``sigma_released = sqrt(sigma)`` (both searches look for the noise level that moves the training
-accuracy by 0.1; the released search bisects ``sigma`` on ``[0, 2]``, i.e. the standard deviation
-on ``[0, 4]``, so the two agree up to the search tolerance while the paper's deviation stays below
-2). ``1/sigma^2`` then ranks models identically under both, ``pacbayes.init`` does not. The
-released magnitude-aware noise (std ``s^2 |w_i|^2 + eps^2``) is a different family of
-perturbations, not a reparametrisation of the paper's, and is not computed in the sweep.
+**PAC-Bayes noise convention (peer convention).** Jiang et al. print the perturbation as
+``u ~ N(0, sigma^2 I)``; the peer code draws ``torch.normal(0, s**2)``, whose second argument is a
+*standard deviation*: its isotropic noise has standard deviation ``s^2``, its magnitude-aware
+noise standard deviation ``s_m^2 |w_i|^2 + eps^2`` (``eps = 1e-3``), and the measures are written
+in the searched parameter ``s`` (``s_m``). The sweep searches in the peer's convention
+(:func:`pacbayes_sigma` with ``noise="released"``). The isotropic perturbation of standard
+deviation ``s^2`` is the perturbation Jiang et al.'s text calls ``sigma = s^2`` (both searches
+move the training accuracy by 0.1), so ``pacbayes.init_jiang`` reads the same search in the
+printed convention: ``||w - w_0||^2 / (4 s^4) + log(m / s^2) + 10``; the flatness ``1/s^4`` ranks
+exactly as ``1/s^2`` and is not kept. The magnitude-aware family of the printed convention
+(variance ``s^2 w_i^2 + eps^2``) is another family of perturbations and is not computed.
 
-**Other conventions of the released code, not followed here** (stated): it excludes biases from
-every norm (the Edelman models have none), replaces each measure by ``sqrt(value / m)`` (or
-``(value - log m) / 2`` for ``log`` measures) before comparing models trained on different
-sample sizes, and draws the magnitude-aware noise on the model's device stream.
+**Conventions of the peer code not followed here** (stated): its final step replaces each measure
+by ``sqrt(value / m)`` (``(value - log m) / 2`` for the ``log`` measures) before comparing models
+trained on different sample sizes (:func:`peer_size_adjusted` computes it; the comparison chapter
+reports both); it draws the magnitude-aware noise on the model's device stream (here always the
+CPU stream, so a run is the same on every device); it folds batch normalisation into the
+preceding convolution (no model here has batch normalisation).
 
 All are registered as :class:`~genbounds.bounds.registry.Bound` of kind
 ``BoundKind.MEASURE``: they rank models, they do not bound a gap (the PAC-Bayes ones are the
-KL-like numerators of a PAC-Bayes bound on a *perturbed* classifier, in Jiang et al.'s form, not
-a bound on the trained model's gap), so "vacuous" is not defined for them.
+KL-like numerators of a PAC-Bayes bound on a *perturbed* classifier, not a bound on the trained
+model's gap), so "vacuous" is not defined for them. :data:`MEASURE_WORDS` names each in words for
+figures and tables.
 
-Constants of the sigma search (Jiang et al. 2020, Appendix C, and the released code):
-bisection of ``sigma`` on ``[0, 2]`` started at the midpoint, ``search_depth = 15`` halvings,
-``montecarlo_samples = 10`` perturbations per step, target deviation of the training **accuracy**
-``0.1`` with tolerance ``1e-2`` (stop when ``|deviation - 0.1| < 1e-2``), ``eps = 1e-3``,
-``+ 10`` and ``log(m / sigma)`` as printed.
+Constants of the sigma search (the peer code, ``_pacbayes_sigma``): bisection of ``s`` on
+``[0, 2]`` started at the midpoint, ``search_depth = 15`` halvings, ``montecarlo_samples = 10``
+perturbations per step, target deviation of the training **accuracy** ``0.1`` with tolerance
+``1e-2`` (stop when ``|deviation - 0.1| < 1e-2``), ``eps = 1e-3``, ``+ 10`` and ``log(m / s)``.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -103,6 +110,7 @@ from genbounds.bounds.registry import (
     register,
     register_quantities,
 )
+from genbounds.protocols import ModelView
 from genbounds.validation import (
     check_choice,
     check_finite_tensor,
@@ -115,13 +123,18 @@ from genbounds.validation import (
 __all__ = [
     "JIANG_EPS",
     "MEASURE_KEYS",
+    "MEASURE_WORDS",
     "PAPER",
     "measure_quantities",
     "pacbayes_mag_logsum",
     "pacbayes_sigma",
     "path_norm",
+    "path_norm_paths",
+    "peer_size_adjusted",
     "training_margin",
     "weight_matrices",
+    "weight_norms",
+    "weight_parameters",
 ]
 
 #: BibTeX key of Jiang et al. (2020), the paper whose definitions these are.
@@ -151,43 +164,91 @@ def weight_matrices(row: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def weight_parameters(params: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The peer code's weights: every parameter whose name contains neither ``bias`` nor ``bn``."""
+    if not isinstance(params, Mapping):
+        raise ValueError(f"params must be a mapping name -> tensor, got {type(params).__name__}")
+    return {n: t for n, t in params.items() if "bias" not in n and "bn" not in n}
+
+
+def weight_norms(view: ModelView) -> dict[str, np.ndarray]:
+    """The peer code's whole-model quantities over its weights (:func:`weight_parameters`).
+
+    ``weights.n`` (``omega``, the peer's ``num_params``), ``weights.l2`` (``||w||_2``),
+    ``weights.dist_l2`` (``||w - w_0||_2``, needs ``view.initial``), each of shape ``(K,)``.
+    """
+    if not isinstance(view, ModelView):
+        raise ValueError(f"view must be a ModelView, got {type(view).__name__}")
+    v = view.detached(torch.float64)
+    K = v.n_models
+    w = weight_parameters(v.parameters)
+    if not w:
+        raise ValueError("view has no weight parameter (every name contains 'bias' or 'bn')")
+    flat = torch.cat([t.reshape(K, -1) for t in w.values()], dim=1)
+    out = {"weights.n": np.full(K, float(flat.shape[1])),
+           "weights.l2": torch.linalg.vector_norm(flat, dim=1).numpy()}
+    if v.initial is not None:
+        w0 = weight_parameters(v.initial.parameters)
+        flat0 = torch.cat([w0[n].reshape(K, -1) for n in w], dim=1)
+        out["weights.dist_l2"] = torch.linalg.vector_norm(flat - flat0, dim=1).numpy()
+    return out
+
+
 def measure_quantities(row: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
     """Every quantity the measures need, from one stored model row (the registered adapter).
 
-    ``row`` must hold the norm table (``model.n_params``, ``model.l2``, ``model.dist_l2``,
-    ``<matrix>.spectral`` / ``.fro``) and, for the other measures, the stored columns
-    ``margin.q10`` (:func:`training_margin`), ``path_norm`` (:func:`path_norm`), the sigma
-    searches ``pacbayes.sigma``, ``pacbayes.mag_sigma``, ``pacbayes.mag_logsum`` (Jiang et al.'s
-    convention; ``sigma_released = sqrt(sigma)`` is the same isotropic perturbation in the
-    released code's parameter); ``context["m"]`` is the number of training samples.
+    ``row`` must hold the norm table (``<matrix>.spectral`` / ``.fro``), the weight columns of
+    :func:`weight_norms` (``weights.n``, ``weights.l2``, ``weights.dist_l2``; a row without them
+    falls back to ``model.n_params``, ``model.l2``, ``model.dist_l2``, the same numbers for a model
+    without biases) and, for the other measures, the stored columns ``margin.q10``
+    (:func:`training_margin`), ``path_norm`` (:func:`path_norm`), ``path_norm_paths``, and the
+    sigma searches in the peer's convention ``pacbayes.sigma``, ``pacbayes.mag_sigma`` with
+    ``pacbayes.mag_logsum``; ``context["m"]`` is the number of training samples.
     """
     mats = weight_matrices(row)
     spec = np.array([float(row[f"{n}.spectral"]) for n in mats])
     fro = np.array([float(row[f"{n}.fro"]) for n in mats])
     if np.any(spec <= 0) or np.any(fro <= 0):
         raise NotApplicable("a weight matrix is zero: log-products of norms are undefined")
+
+    def col(peer: str, fallback: str) -> float:
+        return float(row[peer] if peer in row else row[fallback])
+
     out: dict[str, Any] = {
-        "omega": float(row["model.n_params"]),
+        "omega": col("weights.n", "model.n_params"),
         "log_prod_spec": float(np.sum(2 * np.log(spec))),
         "log_prod_fro": float(np.sum(2 * np.log(fro))),
         "n_matrices": len(mats),
-        "param_norm_sq": float(row["model.l2"]) ** 2,
+        "param_norm_sq": col("weights.l2", "model.l2") ** 2,
     }
-    if "model.dist_l2" in row:
-        out["dist_init"] = float(row["model.dist_l2"])
+    if "weights.dist_l2" in row or "model.dist_l2" in row:
+        out["dist_init"] = col("weights.dist_l2", "model.dist_l2")
     if "m" in context:
         out["m"] = int(context["m"])
     if "margin.q10" in row and math.isfinite(float(row["margin.q10"])):
-        out["margin"] = abs(float(row["margin.q10"]))  # the released code's |gamma|
-    if "path_norm" in row and math.isfinite(float(row["path_norm"])):
-        out["path_norm"] = float(row["path_norm"])
-    for col in ("sigma", "mag_sigma", "mag_logsum"):
-        if f"pacbayes.{col}" in row:
-            out[col] = float(row[f"pacbayes.{col}"])
-    if "sigma" in out and out["sigma"] > 0:
-        # the same perturbation in the released code's parameter (its noise has std sigma^2)
-        out["sigma_released"] = math.sqrt(out["sigma"])
+        out["margin"] = abs(float(row["margin.q10"]))  # the peer code's |gamma|
+    for c in ("path_norm", "path_norm_paths"):
+        if c in row and math.isfinite(float(row[c])):
+            out[c] = float(row[c])
+    for c in ("sigma", "mag_sigma", "mag_logsum"):
+        if f"pacbayes.{c}" in row:
+            out[c] = float(row[f"pacbayes.{c}"])
     return out
+
+
+def peer_size_adjusted(key: str, value: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """The peer code's last step: ``(value - log m) / 2`` for a ``log`` measure (registered
+    statement starting with ``log.``), else ``sqrt(value / m)`` (``nan`` where ``value < 0``)."""
+    from genbounds.bounds.registry import get
+
+    v = np.asarray(value, dtype=np.float64)
+    mm = np.asarray(m, dtype=np.float64)
+    if np.any(mm < 1):
+        raise ValueError("m must be >= 1 (training samples)")
+    if get(key).statement.startswith("log."):
+        return np.asarray(0.5 * (v - np.log(mm)))
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.sqrt(v / mm))
 
 
 # --------------------------------------------------------------------- margin and path norm
@@ -211,30 +272,66 @@ def training_margin(outputs: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
     return np.asarray(marg.detach().double().cpu().kthvalue(m // 10, dim=1).values.numpy())
 
 
-def path_norm(view: Any) -> np.ndarray:
-    """Jiang et al.'s ``path.norm`` of each model of an Edelman-family view, shape ``(K,)``.
+def path_norm(model: nn.Module, input_shape: tuple[int, int]) -> np.ndarray:
+    """The peer code's ``path.norm`` of each of the ``K`` models of an ensemble, shape ``(K,)``.
 
-    Every weight squared, evaluated on an input of ones, with the unit-ball projections left out
-    (see the module docstring): ``p_0 = 1`` (length ``d``), ``p_{l+1} = sum_h W_O,h^2 (W_V,h^2
-    p_l)`` (entrywise squares, view orientation), value ``readout^2 . p_L``. ``W_QK`` does not
-    enter (attention over identical tokens is uniform). ``ValueError`` for other families.
+    A copy of ``model`` in float64 with every trainable parameter squared, evaluated on one input
+    of ones of shape ``input_shape = (T, d)`` (tokens, token dimension; the ensemble input is
+    ``(K, 1, T, d)``), its outputs summed per model. ``model`` is any ensemble module mapping
+    ``(K, B, T, d)`` to outputs with leading ``(K, B)``; whatever the forward pass normalises
+    (projections, pooling, softmax) it normalises here too (see the module docstring).
     """
-    family = getattr(view, "family", None)
-    if family != "EdelmanTransformer":
-        raise ValueError(f"view must be an EdelmanTransformer view, got family {family!r}")
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if (not isinstance(input_shape, tuple) or len(input_shape) != 2
+            or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in input_shape)):
+        raise ValueError(f"input_shape must be a pair (T, d) of positive integers, got "
+                         f"{input_shape!r}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no trainable parameters")
+    K = int(params[0].shape[0])
+    sq = copy.deepcopy(model).to(device="cpu", dtype=torch.float64)
+    sq.eval()
+    with torch.no_grad():
+        for p in sq.parameters():
+            if p.requires_grad:
+                p.pow_(2)
+        out = sq(torch.ones((K, 1, *input_shape), dtype=torch.float64))
+    if out.ndim < 2 or out.shape[0] != K:
+        raise ValueError(f"model must return outputs with leading (K={K}, B=1), got "
+                         f"{tuple(out.shape)}")
+    return np.asarray(out.reshape(K, -1).sum(1).numpy())
+
+
+def path_norm_paths(view: ModelView) -> np.ndarray:
+    """The sum over paths of the product of squared weights, shape ``(K,)`` (the variant).
+
+    For a view whose layers have no MLP maps and no biases and whose heads all have an output
+    map (a sum of attention heads per layer, then a linear readout): ``p_0 = 1`` (length ``d``),
+    ``p_{l+1} = sum_h W_O,h^2 (W_V,h^2 p_l)`` (entrywise squares), value ``readout^2 . p_L``;
+    ``W_QK`` does not enter (attention over identical tokens is uniform). This is the peer's
+    forward pass on squared weights *without* the model's normalisations (for an Edelman
+    Transformer: without its unit-ball projections). ``ValueError`` for any other view.
+    """
+    if not isinstance(view, ModelView):
+        raise ValueError(f"view must be a ModelView, got {type(view).__name__}")
     v = view.detached(torch.float64)
     K, d = int(v.readout.shape[0]), int(v.readout.shape[-1])
     p = torch.ones(K, d, dtype=torch.float64)
     for layer in v.layers:
         if layer.mlp or layer.biases:
-            raise ValueError("view has MLP maps or biases: path norm not implemented for them")
+            raise ValueError("view has MLP maps or biases: the path sum is not implemented")
         q = torch.zeros_like(p)
         for head in layer.heads:
-            if head.W_O is None:
-                raise ValueError("view has a head without W_O")
+            if head.W_O is None or head.biases:
+                raise ValueError("view has a head without its own output map W_O (or with "
+                                 "biases): the path sum is not implemented")
             q = q + torch.einsum("kij,kj->ki", head.W_O**2,
                                  torch.einsum("kij,kj->ki", head.W_V**2, p))
         p = q
+    if p.shape[1] != v.readout.shape[-1]:
+        raise ValueError("view: the last layer's width does not match the readout")
     return np.asarray(torch.einsum("koi,ki->k", v.readout**2, p).numpy())
 
 
@@ -323,19 +420,25 @@ def pacbayes_sigma(
     return sigma
 
 
-def pacbayes_mag_logsum(model: nn.Module, initial_state: Mapping[str, torch.Tensor],
-                        mag_sigma: np.ndarray, eps: float = JIANG_EPS) -> np.ndarray:
+def pacbayes_mag_logsum(view: ModelView, mag_sigma: np.ndarray,
+                        eps: float = JIANG_EPS) -> np.ndarray:
     """``sum_i log((eps^2 + (s^2 + 1) ||w - w0||^2 / omega) / (eps^2 + s^2 (w_i - w0_i)^2))``
-    per model (``(K,)``), the sum in ``pacbayes.mag_init`` (Jiang et al.'s released code)."""
-    s2 = np.asarray(mag_sigma, dtype=np.float64) ** 2
+    per model (``(K,)``), the sum in the peer's ``pacbayes.mag.init``, over the weights of
+    :func:`weight_parameters` (``omega`` of them), ``s`` = ``mag_sigma`` in the peer's
+    convention; ``view`` must carry its initial weights."""
+    if not isinstance(view, ModelView):
+        raise ValueError(f"view must be a ModelView, got {type(view).__name__}")
+    if view.initial is None:
+        raise ValueError("view must carry its initial weights (model.view(initial_state=...))")
     check_positive(eps, "eps")
-    diffs = []
-    for name, p in model.named_parameters():
-        if name not in initial_state:
-            raise ValueError(f"initial_state has no parameter {name!r}")
-        d = (p.detach().to(torch.float64).cpu() - initial_state[name].to(torch.float64).cpu())
-        diffs.append(d.reshape(d.shape[0], -1))
-    D = torch.cat(diffs, dim=1).numpy()
+    v = view.detached(torch.float64)
+    assert v.initial is not None
+    K = v.n_models
+    s2 = np.asarray(mag_sigma, dtype=np.float64) ** 2
+    if s2.shape != (K,) or not np.all(np.isfinite(s2)):
+        raise ValueError(f"mag_sigma must be {K} finite values, got {mag_sigma!r}")
+    w, w0 = weight_parameters(v.parameters), weight_parameters(v.initial.parameters)
+    D = torch.cat([(w[n] - w0[n]).reshape(K, -1) for n in w], dim=1).numpy()
     omega = D.shape[1]
     num = eps**2 + (s2 + 1) * np.sum(D**2, axis=1) / omega
     den = eps**2 + s2[:, None] * D**2
@@ -461,20 +564,22 @@ def _pb_mag_flat(mag_sigma: float, name: str = "pacbayes.mag.flatness",
     return _value(name, 1 / check_positive(mag_sigma, arg) ** 2, args=(arg,))
 
 
-def _pb_init_r(dist_init: float, sigma_released: float, m: int, offset: float) -> BoundValue:
-    return _pb_init(dist_init, sigma_released, m, offset, "pacbayes.init (released noise)",
-                    "sigma_released")
+def _path_norm_paths(path_norm_paths: float) -> BoundValue:
+    return _value("path.norm (sum over paths)",
+                  check_nonnegative(path_norm_paths, "path_norm_paths"))
 
 
-def _pb_flat_r(sigma_released: float) -> BoundValue:
-    return _pb_flat(sigma_released, "pacbayes.flatness (released noise)", "sigma_released")
+def _pb_init_jiang(dist_init: float, sigma: float, m: int, offset: float) -> BoundValue:
+    """``pacbayes.init`` in the printed convention: the peer's ``s`` is ``sigma = s^2`` there."""
+    return _pb_init(dist_init, check_positive(sigma, "sigma") ** 2, m, offset,
+                    "pacbayes.init (printed noise)", "sigma")
 
 
-_REL = "; released code's noise convention (std sigma^2)"
+_PEER = "; the peer code's noise convention (standard deviation s^2)"
 _SPECS: list[tuple[str, str, tuple[str, ...], dict[str, float], Callable[..., BoundValue],
                    str]] = [
     ("measures.n_params", "num.params", ("omega",), {}, _n_params,
-     "number of trainable parameters"),
+     "number of weights (parameters that are not biases)"),
     ("measures.log_prod_spec", "log.prod.of.spec", ("log_prod_spec",), {}, _log_prod_spec,
      "log of the product of squared spectral norms of the weight matrices"),
     ("measures.log_sum_spec", "log.sum.of.spec", ("log_prod_spec", "n_matrices"), {},
@@ -484,9 +589,9 @@ _SPECS: list[tuple[str, str, tuple[str, ...], dict[str, float], Callable[..., Bo
     ("measures.log_sum_fro", "log.sum.of.fro", ("log_prod_fro", "n_matrices"), {},
      _log_sum_fro, "log d + mean log squared Frobenius norm (Jiang et al.'s sum-of-fro)"),
     ("measures.dist_init", "dist.init", ("dist_init",), {}, _dist_init,
-     "l2 distance of all parameters from initialisation"),
+     "l2 distance of the weights from initialisation"),
     ("measures.param_norm", "param.norm", ("param_norm_sq",), {}, _param_norm,
-     "squared l2 norm of all parameters"),
+     "squared l2 norm of the weights (sum of squared Frobenius norms)"),
     ("measures.inverse_margin", "inverse.margin", ("margin",), {}, _inverse_margin,
      "1 / gamma^2, gamma the 10th-percentile training margin"),
     ("measures.log_prod_spec_margin", "log.prod.of.spec.over.margin",
@@ -502,27 +607,53 @@ _SPECS: list[tuple[str, str, tuple[str, ...], dict[str, float], Callable[..., Bo
      ("log_prod_fro", "n_matrices", "margin"), {}, _log_sum_fro_margin,
      "log d + (log.prod.of.fro - 2 log gamma) / d"),
     ("measures.path_norm", "path.norm", ("path_norm",), {}, _path_norm,
-     "path norm: every weight squared, on an input of ones (projections left out)"),
+     "path norm: the model's forward pass with every parameter squared, on an input of ones"),
     ("measures.path_norm_margin", "path.norm.over.margin", ("path_norm", "margin"), {},
      _path_norm_margin, "path norm over gamma^2"),
+    ("measures.path_norm_paths", "path.norm (sum over paths)", ("path_norm_paths",), {},
+     _path_norm_paths, "variant: sum over paths of the product of squared weights (the "
+     "forward pass on squared weights without the model's normalisations)"),
     ("pacbayes.init", "pacbayes.init", ("dist_init", "sigma", "m"), {"offset": 10.0}, _pb_init,
-     "PAC-Bayes numerator ||w-w0||^2/(4 sigma^2) + log(m/sigma) + 10, isotropic sigma search"),
+     "PAC-Bayes numerator ||w-w0||^2/(4 s^2) + log(m/s) + 10, isotropic search" + _PEER),
     ("pacbayes.mag_init", "pacbayes.mag.init", ("mag_logsum", "mag_sigma", "m"),
      {"offset": 10.0}, _pb_mag_init,
-     "magnitude-aware PAC-Bayes numerator, magnitude-aware sigma search (eps = 1e-3)"),
+     "magnitude-aware PAC-Bayes numerator (eps = 1e-3), magnitude-aware search" + _PEER),
     ("pacbayes.flatness", "pacbayes.flatness", ("sigma",), {}, _pb_flat,
-     "1/sigma^2 of the isotropic sigma search"),
+     "1/s^2 of the isotropic search" + _PEER),
     ("pacbayes.mag_flatness", "pacbayes.mag.flatness", ("mag_sigma",), {}, _pb_mag_flat,
-     "1/s^2 of the magnitude-aware sigma search"),
-    ("pacbayes.init_released", "pacbayes.init", ("dist_init", "sigma_released", "m"),
-     {"offset": 10.0}, _pb_init_r, "PAC-Bayes numerator, isotropic sigma search" + _REL),
-    ("pacbayes.flatness_released", "pacbayes.flatness", ("sigma_released",), {}, _pb_flat_r,
-     "1/sigma^2 of the isotropic sigma search" + _REL),
+     "1/s^2 of the magnitude-aware search" + _PEER),
+    ("pacbayes.init_jiang", "pacbayes.init (printed noise)", ("dist_init", "sigma", "m"),
+     {"offset": 10.0}, _pb_init_jiang,
+     "variant: pacbayes.init in Jiang et al.'s printed convention, sigma = s^2"),
 ]
+
+#: Every measure in words, for figures and tables (the registered statements are code names).
+MEASURE_WORDS: dict[str, str] = {
+    "measures.n_params": "number of weights",
+    "measures.log_prod_spec": "log product of spectral norms",
+    "measures.log_sum_spec": "log sum of spectral norms",
+    "measures.log_prod_fro": "log product of Frobenius norms",
+    "measures.log_sum_fro": "log sum of Frobenius norms",
+    "measures.dist_init": "distance from initialisation",
+    "measures.param_norm": "squared norm of the weights",
+    "measures.inverse_margin": "inverse squared margin",
+    "measures.log_prod_spec_margin": "log product of spectral norms over margin",
+    "measures.log_sum_spec_margin": "log sum of spectral norms over margin",
+    "measures.log_prod_fro_margin": "log product of Frobenius norms over margin",
+    "measures.log_sum_fro_margin": "log sum of Frobenius norms over margin",
+    "measures.path_norm": "path norm",
+    "measures.path_norm_margin": "path norm over margin",
+    "measures.path_norm_paths": "path norm as a sum over paths",
+    "pacbayes.init": "PAC-Bayes from initialisation",
+    "pacbayes.mag_init": "magnitude-aware PAC-Bayes from initialisation",
+    "pacbayes.flatness": "PAC-Bayes flatness",
+    "pacbayes.mag_flatness": "magnitude-aware PAC-Bayes flatness",
+    "pacbayes.init_jiang": "PAC-Bayes from initialisation, printed noise",
+}
 
 #: Keys of every registered measure, in registration order.
 MEASURE_KEYS: tuple[str, ...] = tuple(s[0] for s in _SPECS)
-
+assert set(MEASURE_WORDS) == set(MEASURE_KEYS)  # every measure has words
 
 
 def _guarded(fn: Callable[..., BoundValue], key: str) -> Callable[..., BoundValue]:

@@ -50,10 +50,13 @@ table :func:`genbounds.norms.norm_table` of its view with initial weights (and, 
 models, the Trauger--Tewari norms of the weights read in their notation under ``tt.``: see
 :func:`edelman_tt_norms`), the token bounds ``B_x_l1``, ``B_x_l2`` (sup over the input space),
 the two sigma searches of :func:`genbounds.bounds.measures.pacbayes_sigma`
-(``pacbayes.sigma``, ``pacbayes.mag_sigma``, Jiang et al.'s noise convention) with
-``pacbayes.mag_logsum``, Jiang et al.'s training margin ``margin.q10``
-(:func:`~genbounds.bounds.measures.training_margin`) and, for Edelman models, the
-``path_norm`` (:func:`~genbounds.bounds.measures.path_norm`), its ``family`` (code
+(``pacbayes.sigma``, ``pacbayes.mag_sigma``, in the noise convention of Dziugaite et al.'s
+released code, the peer code) with ``pacbayes.mag_logsum``, the peer's whole-model weight columns
+``weights.*`` (:func:`~genbounds.bounds.measures.weight_norms`), Jiang et al.'s training margin
+``margin.q10`` (:func:`~genbounds.bounds.measures.training_margin`), the peer's ``path_norm``
+(:func:`~genbounds.bounds.measures.path_norm`: the model's forward pass on squared weights and an
+input of ones) and ``path_norm_paths`` (the sum over paths; ``nan`` for the shallow encoder, whose
+head has no output map), its ``family`` (code
 in :data:`FAMILIES`), and the inputs of the other papers' bounds: for Edelman models Dhingra's
 attention quantities (:func:`genbounds.bounds.effective_rank_notation.dhingra_columns`,
 ``dhingra.*``: largest effective rank of the attention matrices on the training inputs,
@@ -72,6 +75,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -85,7 +89,9 @@ from genbounds.bounds.measures import (
     pacbayes_mag_logsum,
     pacbayes_sigma,
     path_norm,
+    path_norm_paths,
     training_margin,
+    weight_norms,
 )
 from genbounds.bounds.registry import (
     Bound,
@@ -139,13 +145,14 @@ MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 FACTORS: tuple[str, ...] = ("n", "T", "width", "heads", "depth", "epochs", "lr", "seed")
 #: Number of 8x8 patch tokens of an MNIST image (without [CLS]).
 MNIST_PATCHES: int = 16
+_DEVICE = re.compile(r"cpu|auto|cuda(:[0-9]{1,2})?")
 
 
 @dataclass(frozen=True)
 class Setting:
     """One setting of the sweep: a task, every factor, and how many seeds (the unit)."""
 
-    PROTOCOL_VERSION: ClassVar[int] = 5
+    PROTOCOL_VERSION: ClassVar[int] = 6
 
     task: str
     n: int
@@ -166,8 +173,25 @@ class Setting:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.task not in TASKS:
+        if not isinstance(self.task, str) or self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        if not isinstance(self.device, str) or not _DEVICE.fullmatch(self.device):
+            raise ValueError(f"device must be 'cpu', 'auto', 'cuda' or 'cuda:<index>', got "
+                             f"{self.device!r}")
+        if not isinstance(self.varied, str) or not (self.varied in ("base", "joint")
+                                                    or self.varied in FACTORS):
+            raise ValueError(f"varied must be 'base', 'joint' or a factor {FACTORS[:-1]}, got "
+                             f"{self.varied!r}")
+        if (isinstance(self.root_seed, bool) or not isinstance(self.root_seed, int)
+                or not 0 <= self.root_seed < 2**32):
+            raise ValueError(f"root_seed must be an integer in [0, 2**32), got {self.root_seed!r}")
+        for name, top in (("n", 10**6), ("T", 4096), ("width", 4096), ("heads", 64),
+                          ("depth", 16), ("epochs", 10**6), ("seeds", 1000),
+                          ("n_test", 10**7), ("d", 4096), ("s", 4096), ("search_depth", 64),
+                          ("montecarlo_samples", 10**4)):
+            v = getattr(self, name)
+            if isinstance(v, int) and not isinstance(v, bool) and v > top:
+                raise ValueError(f"{name} must be at most {top}, got {v!r}")
         for name in ("n", "T", "width", "heads", "depth", "epochs", "seeds", "n_test", "d", "s",
                      "search_depth", "montecarlo_samples"):
             v = getattr(self, name)
@@ -204,6 +228,31 @@ class ComparisonConfig:
     bases: tuple[Setting, ...]
     variations: tuple[tuple[str, str, tuple[float, ...]], ...]
     joint: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+
+    def __post_init__(self) -> None:
+        if (not isinstance(self.bases, tuple) or not self.bases
+                or not all(isinstance(b, Setting) for b in self.bases)):
+            raise ValueError(f"bases must be a non-empty tuple of Setting, got {self.bases!r}")
+        if len({b.task for b in self.bases}) != len(self.bases):
+            raise ValueError("bases must hold at most one Setting per task")
+        if not isinstance(self.variations, tuple) or not all(
+                isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], str)
+                and isinstance(v[1], str) and isinstance(v[2], tuple) for v in self.variations):
+            raise ValueError("variations must be a tuple of (task, factor, values) tuples, got "
+                             f"{self.variations!r}")
+        if not isinstance(self.joint, tuple) or not all(
+                isinstance(j, tuple) and len(j) == 2 and isinstance(j[0], str)
+                and isinstance(j[1], tuple) for j in self.joint):
+            raise ValueError(f"joint must be a tuple of (task, changes) tuples, got "
+                             f"{self.joint!r}")
+        for task, factor, values in self.variations:
+            if factor not in FACTORS or factor == "seed":
+                raise ValueError(f"variations: factor must be one of {FACTORS[:-1]}, got "
+                                 f"{factor!r}")
+            if not values or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                                     and math.isfinite(x) and x > 0 for x in values):
+                raise ValueError(f"variations: values of {task}/{factor} must be positive "
+                                 f"finite numbers, got {values!r}")
 
     @classmethod
     def quick(cls, device: str = "cpu") -> ComparisonConfig:
@@ -455,15 +504,21 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
 
     with torch.no_grad():  # Jiang et al.'s margin: 10th-percentile training margin (signed)
         out["margin.q10"] = training_margin(model(Xd), yd)
-    if family == "EdelmanTransformer":
-        out["path_norm"] = path_norm(view)
-    common = dict(search_depth=setting.search_depth, montecarlo_samples=setting.montecarlo_samples)
+    # the peer code's measures (genbounds.bounds.measures): weights, path norm, sigma searches
+    out.update(weight_norms(view))
+    out["path_norm"] = path_norm(model, (int(Xtr.shape[2]), int(Xtr.shape[3])))
+    try:  # the variant: sum over paths, for views that have one (no MLP, biases; W_O per head)
+        out["path_norm_paths"] = path_norm_paths(view)
+    except ValueError:
+        out["path_norm_paths"] = np.full(K, np.nan)
+    common = dict(search_depth=setting.search_depth, montecarlo_samples=setting.montecarlo_samples,
+                  noise="released")
     sig = pacbayes_sigma(model, accuracy, seed=seeds[0][2], **common)  # type: ignore[arg-type]
     msig = pacbayes_sigma(model, accuracy, magnitude_eps=1e-3, seed=seeds[0][2] + 1,
                           **common)  # type: ignore[arg-type]
     out["pacbayes.sigma"] = sig
     out["pacbayes.mag_sigma"] = msig
-    out["pacbayes.mag_logsum"] = pacbayes_mag_logsum(model, res.initial_state, msig)
+    out["pacbayes.mag_logsum"] = pacbayes_mag_logsum(view, msig)
     t_cert = time.perf_counter()
     out.update(sweep_certificates(model, res.initial_state, accuracy, n=setting.n,
                                   seed=seeds[0][2] + 2))
@@ -804,7 +859,8 @@ EXPERIMENT = register_experiment(Experiment(
           "genbounds.bounds.offset_rademacher_notation",
           "genbounds.experiments.offset_rademacher", "genbounds.models.li_transformer",
           "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.bounds.measures",
-          "genbounds.bounds.pac_bayes", "genbounds.experiments.comparison"),
+          "genbounds.bounds.pac_bayes", "genbounds.experiments.comparison",
+          "genbounds.protocols", "genbounds.kl"),
 ))
 
 
