@@ -1,0 +1,240 @@
+"""Format the chapters' code cells to the book's column: ``ruff format`` at 79 characters.
+
+The chapters are jupytext MyST files (``notebooks/*.md``). Only the bodies of ``{code-cell}``
+blocks change: each is formatted by ``ruff format`` (the version pinned in the environment) at
+:data:`LINE_LENGTH` characters, its comment lines longer than that are wrapped, and IPython magics
+(``%matplotlib inline``) are kept as they are. The prose, the cells' options (``:tags:``, a
+``---`` block) and everything else stay byte for byte.
+
+    python tools/format_notebooks.py notebooks/01_foundations.md   # rewrite in place
+    python tools/format_notebooks.py --check notebooks/*.md        # exit 1 if any would change
+
+``--check`` also lists every code line still longer than the limit (long strings, which
+``ruff format`` never splits); they fail the check too. A cell whose code does not parse is left
+as it is and reported (exit 1).
+
+Why 79: the text column of the book is about 690 px at 1,280 px, and a code line of the theme's
+monospace font is about 8.4 px a character, so about 80 characters fit without a scrollbar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LINE_LENGTH = 79
+_OPEN = re.compile(r"^(`{3,})\{code-cell\}")
+_MAGIC = re.compile(r"^(\s*)([%!].*)$")
+_MAGIC_MARK = "# __format_notebooks_magic__ "
+#: the chapters already formatted: tests/test_publish_format.py checks them (issue #26; the lead
+#: runs the formatter on every chapter and then lists them all here)
+FORMATTED = ("notebooks/01_foundations.md", "notebooks/05_effective_rank.md")
+
+
+@dataclass
+class Report:
+    path: Path
+    changed_cells: int = 0
+    long_lines: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _ruff() -> str:
+    exe = Path(sys.executable).parent / "ruff"
+    found = str(exe) if exe.exists() else shutil.which("ruff")
+    if not found:
+        raise SystemExit("format_notebooks: ruff not found (it is in requirements.txt)")
+    return found
+
+
+def wrap_comments(code: str, width: int = LINE_LENGTH) -> str:
+    """Comment lines (a line that is only a comment) longer than ``width`` wrapped into several,
+    at the same indentation."""
+    out: list[str] = []
+    for line in code.split("\n"):
+        m = re.match(r"^(\s*)# ?(.*)$", line)
+        if m is None or len(line) <= width or line.strip().startswith("#!"):
+            out.append(line)
+            continue
+        indent, text = m.groups()
+        out += textwrap.wrap(text, width=width, initial_indent=f"{indent}# ",
+                             subsequent_indent=f"{indent}# ", break_long_words=False,
+                             break_on_hyphens=False)
+    return "\n".join(out)
+
+
+_STRING_LINE = re.compile(r"""^(?P<head>\s*(?:\w+=|\+ |)?)(?P<pre>[rRbBfFuU]{0,2})(?P<q>["'])"""
+                          r"""(?P<body>.*)(?P=q)(?P<tail>[\s,)]*)$""")
+
+
+def _split_point(body: str, limit: int, fstring: bool) -> int | None:
+    """Index just after the last space of ``body`` before ``limit`` that lies outside any
+    f-string replacement field and after an even run of backslashes; None if there is none."""
+    depth, best, i = 0, None, 0
+    while i < len(body) and i < limit:
+        c = body[i]
+        if fstring and c in "{}" and body[i:i + 2] in ("{{", "}}") and depth == 0:
+            i += 2
+            continue
+        if fstring and c == "{":
+            depth += 1
+        elif fstring and c == "}":
+            depth = max(0, depth - 1)
+        elif c == "\\":
+            i += 2
+            continue
+        elif c == " " and depth == 0 and i > 10:
+            best = i + 1
+        i += 1
+    return best
+
+
+def split_long_strings(code: str, width: int = LINE_LENGTH) -> str:
+    """Lines longer than ``width`` that are one string literal (an argument, ``key=...`` or
+    ``+ ...``) split at a space into implicitly concatenated literals (the caller checks that
+    the code's syntax tree did not change)."""
+    out: list[str] = []
+    for line in code.split("\n"):
+        while len(line) > width:
+            m = _STRING_LINE.match(line)
+            if m is None or '"""' in line or "\'\'\'" in line:
+                break
+            head, pre, q, body, tail = m.group("head", "pre", "q", "body", "tail")
+            room = width - len(head) - len(pre) - 2
+            k = _split_point(body, room, "f" in pre.lower())
+            if k is None:
+                break
+            out.append(f"{head}{pre}{q}{body[:k]}{q}")
+            indent = " " * (len(head) - len(head.lstrip()))
+            line = f"{indent}{pre}{q}{body[k:]}{q}{tail}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def _ruff_format(code: str, width: int, ruff: str) -> str:
+    res = subprocess.run(
+        [ruff, "format", "--line-length", str(width), "--stdin-filename", "cell.py",
+         "--isolated", "-"], input=code, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ValueError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else
+                         "ruff format failed")
+    return res.stdout
+
+
+def format_code(code: str, width: int = LINE_LENGTH, ruff: str | None = None) -> str:
+    """``code`` (one cell) formatted by ``ruff format`` at ``width``, long comment lines wrapped,
+    long string literals split; magics kept. Raises ``ValueError`` when ruff cannot parse it."""
+    if width < 40:
+        raise ValueError(f"width: at least 40 characters, got {width}")
+    ruff = ruff or _ruff()
+    hidden = "\n".join(_MAGIC.sub(lambda m: m.group(1) + _MAGIC_MARK + m.group(2), ln)
+                       for ln in code.split("\n"))
+    body = wrap_comments(_ruff_format(hidden, width, ruff), width)
+    split = split_long_strings(body, width)
+    if split != body:
+        try:
+            again = wrap_comments(_ruff_format(split, width, ruff), width)
+            if ast.dump(ast.parse(again)) == ast.dump(ast.parse(hidden)):
+                body = again
+        except (ValueError, SyntaxError):
+            pass  # the split changed the meaning or the syntax: keep the long line
+    body = body.rstrip("\n")
+    return "\n".join(ln.replace(_MAGIC_MARK, "", 1) for ln in body.split("\n"))
+
+
+def _cells(lines: list[str]) -> list[tuple[int, int, int]]:
+    """``(first code line, end fence line)`` of each code cell, with the option lines skipped:
+    ``(open, body_start, close)`` indices."""
+    cells = []
+    i = 0
+    while i < len(lines):
+        m = _OPEN.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        fence = m.group(1)
+        j = i + 1
+        if j < len(lines) and lines[j].strip() == "---":  # a YAML options block
+            j += 1
+            while j < len(lines) and lines[j].strip() != "---":
+                j += 1
+            j += 1
+        while j < len(lines) and re.match(r"^:[\w-]+:", lines[j]):
+            j += 1
+        if j > i + 1:  # the blank line between the options and the code stays
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+        k = j
+        while k < len(lines) and lines[k].rstrip() != fence:
+            k += 1
+        if k == len(lines):
+            raise ValueError(f"line {i + 1}: the code cell is never closed")
+        cells.append((i, j, k))
+        i = k + 1
+    return cells
+
+
+def format_text(text: str, width: int = LINE_LENGTH, report: Report | None = None) -> str:
+    """The chapter ``text`` with every code cell formatted."""
+    ruff = _ruff()
+    lines = text.split("\n")
+    out: list[str] = []
+    last = 0
+    for start, body, close in _cells(lines):
+        out += lines[last:body]
+        code = "\n".join(lines[body:close])
+        try:
+            new = format_code(code, width, ruff) if code.strip() else code
+        except ValueError as exc:
+            new = code
+            if report is not None:
+                report.errors.append(f"line {start + 1}: not formatted: {exc}")
+        if report is not None:
+            report.changed_cells += new != code
+            report.long_lines += [f"line {start + 1}: cell line {n + 1} has {len(ln)} characters"
+                                  for n, ln in enumerate(new.split("\n")) if len(ln) > width]
+        out += new.split("\n") if new else []
+        last = close
+    out += lines[last:]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="*", type=Path, help="chapters (default: FORMATTED)")
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 if a chapter would change or has a long line")
+    parser.add_argument("--line-length", type=int, default=LINE_LENGTH)
+    args = parser.parse_args(argv)
+    paths = args.paths or [ROOT / p for p in FORMATTED]
+    bad = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        rep = Report(path)
+        new = format_text(text, args.line_length, rep)
+        if args.check:
+            if new != text:
+                print(f"{path}: {rep.changed_cells} code cells would be reformatted "
+                      f"(run tools/format_notebooks.py {path})")
+            problems = (new != text) or rep.long_lines or rep.errors
+        else:
+            if new != text:
+                path.write_text(new, encoding="utf-8")
+            print(f"{path}: {rep.changed_cells} code cells reformatted")
+            problems = bool(rep.long_lines or rep.errors)
+        for msg in rep.errors + rep.long_lines:
+            print(f"  {path}: {msg}")
+        bad += bool(problems)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
