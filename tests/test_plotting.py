@@ -22,3 +22,16 @@ def test_caption_names_scale_data_and_source(monkeypatch) -> None:
 def test_rejects_non_figure() -> None:
     with pytest.raises(ValueError, match="fig"):
         annotate_provenance("not a figure", "synthetic")
+
+
+def test_set_style_keeps_text_as_text_in_svg(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    set_style()
+    assert mpl.rcParams["svg.fonttype"] == "none"
+    fig, ax = plt.subplots()
+    ax.set_xlabel("distance from initialisation")
+    fig.savefig(tmp_path / "f.svg")
+    plt.close(fig)
+    assert "distance from initialisation</text>" in (tmp_path / "f.svg").read_text()
