@@ -25,10 +25,25 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["module_weights", "peer_margin", "peer_measures", "peer_pacbayes_sigma",
-           "peer_path_norm"]
+__all__ = ["PEER_NAME", "compare_on_model", "module_weights", "peer_margin", "peer_measures",
+           "peer_pacbayes_sigma", "peer_path_norm"]
 
 BIG_NUMBER = 10348628753
+
+#: registered key -> the peer's name (its ``ComplexityType``), for every measure compared
+PEER_NAME: dict[str, str] = {
+    "measures.n_params": "PARAMS", "measures.dist_init": "L2_DIST",
+    "measures.param_norm": "PARAM_NORM", "measures.inverse_margin": "INVERSE_MARGIN",
+    "measures.log_prod_spec": "LOG_PROD_OF_SPEC", "measures.log_sum_spec": "LOG_SUM_OF_SPEC",
+    "measures.log_prod_fro": "LOG_PROD_OF_FRO", "measures.log_sum_fro": "LOG_SUM_OF_FRO",
+    "measures.log_prod_spec_margin": "LOG_PROD_OF_SPEC_OVER_MARGIN",
+    "measures.log_sum_spec_margin": "LOG_SUM_OF_SPEC_OVER_MARGIN",
+    "measures.log_prod_fro_margin": "LOG_PROD_OF_FRO_OVER_MARGIN",
+    "measures.log_sum_fro_margin": "LOG_SUM_OF_FRO_OVER_MARGIN",
+    "measures.path_norm": "PATH_NORM", "measures.path_norm_margin": "PATH_NORM_OVER_MARGIN",
+    "pacbayes.init": "PACBAYES_INIT", "pacbayes.mag_init": "PACBAYES_MAG_INIT",
+    "pacbayes.flatness": "PACBAYES_FLATNESS", "pacbayes.mag_flatness": "PACBAYES_MAG_FLATNESS",
+}
 
 
 def module_weights(model: nn.Module) -> list[torch.Tensor]:
@@ -157,3 +172,47 @@ def peer_pacbayes_sigma(model: nn.Module, accuracy_of: Callable[[nn.Module], flo
         else:
             lower = sigma
     return sigma
+
+
+def compare_on_model(model: nn.Module, input_shape: tuple[int, int], *, seed: int = 0,
+                     m: int = 50, step: float = 0.3, sigma: float = 0.37,
+                     mag_sigma: float = 0.81) -> dict[str, tuple[float, float]]:
+    """``{key: (book, peer)}`` for every measure of :data:`PEER_NAME` on one model.
+
+    ``model`` is a ``K = 1`` float64 ensemble module at its initialisation; it is moved by a
+    random step of size ``step`` per entry (a stand-in for training: the formulas, not the
+    training, are compared), evaluated on ``m`` standard Gaussian inputs of shape ``input_shape``
+    with random 0/1 labels; ``sigma`` and ``mag_sigma`` stand for the searched noise levels (the
+    search itself is compared draw for draw in the tests). The book's value comes from the stored
+    columns and the registry, exactly as the comparison chapter computes it; the peer's from this
+    module's transliteration.
+    """
+    from genbounds.bounds import measures as ms
+    from genbounds.bounds.registry import get
+    from genbounds.norms import norm_table
+
+    init = {k: v.detach().clone() for k, v in model.named_parameters()}
+    m0 = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(seed + 100)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(step * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    view = model.view(initial_state=init)  # type: ignore[operator]
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(1, m, *input_shape, generator=g, dtype=torch.float64)
+    y = (torch.rand(1, m, generator=g) < 0.5).long()
+    with torch.no_grad():
+        f = model(X)
+    row: dict[str, float] = {k: float(np.asarray(v)[0]) for k, v in norm_table(view).items()}
+    row.update({k: float(v[0]) for k, v in ms.weight_norms(view).items()})
+    row["margin.q10"] = float(ms.training_margin(f, y)[0])
+    row["path_norm"] = float(ms.path_norm(model, input_shape)[0])
+    row["pacbayes.sigma"], row["pacbayes.mag_sigma"] = sigma, mag_sigma
+    row["pacbayes.mag_logsum"] = float(ms.pacbayes_mag_logsum(view, np.array([mag_sigma]))[0])
+    q = ms.measure_quantities(row, {"m": m})
+    logits = torch.stack([torch.zeros_like(f[0]), f[0]], dim=1)  # two-class logits (0, f)
+    margin = peer_margin(logits, y[0])
+    ref = peer_measures(module_weights(model), module_weights(m0), margin, m, sigma, mag_sigma)
+    ref["PATH_NORM"] = peer_path_norm(model, input_shape)
+    ref["PATH_NORM_OVER_MARGIN"] = ref["PATH_NORM"] / float(margin) ** 2
+    return {k: (get(k).evaluate(q).value, ref[name]) for k, name in PEER_NAME.items()}

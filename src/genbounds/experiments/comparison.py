@@ -55,8 +55,8 @@ released code, the peer code) with ``pacbayes.mag_logsum``, the peer's whole-mod
 ``weights.*`` (:func:`~genbounds.bounds.measures.weight_norms`), Jiang et al.'s training margin
 ``margin.q10`` (:func:`~genbounds.bounds.measures.training_margin`), the peer's ``path_norm``
 (:func:`~genbounds.bounds.measures.path_norm`: the model's forward pass on squared weights and an
-input of ones) and ``path_norm_paths`` (the sum over paths; ``nan`` for the shallow encoder, whose
-head has no output map), its ``family`` (code
+input of ones) and ``path_norm_paths`` (the sum over paths; not stored for the shallow encoder, whose head has no
+output map), its ``family`` (code
 in :data:`FAMILIES`), and the inputs of the other papers' bounds: for Edelman models Dhingra's
 attention quantities (:func:`genbounds.bounds.effective_rank_notation.dhingra_columns`,
 ``dhingra.*``: largest effective rank of the attention matrices on the training inputs,
@@ -510,7 +510,7 @@ def run_setting(setting: Setting, progress: bool = False) -> dict[str, np.ndarra
     try:  # the variant: sum over paths, for views that have one (no MLP, biases; W_O per head)
         out["path_norm_paths"] = path_norm_paths(view)
     except ValueError:
-        out["path_norm_paths"] = np.full(K, np.nan)
+        pass  # not stored: the measure does not apply (the shallow encoder's head has no W_O)
     common = dict(search_depth=setting.search_depth, montecarlo_samples=setting.montecarlo_samples,
                   noise="released")
     sig = pacbayes_sigma(model, accuracy, seed=seeds[0][2], **common)  # type: ignore[arg-type]
