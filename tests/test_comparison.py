@@ -4,6 +4,7 @@ every registered bound, and the rank statistics."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -206,3 +207,26 @@ def test_comparison_config_rejects_bad_values_naming_the_field() -> None:
         cmp.ComparisonConfig(bases=q.bases, variations=(), joint=[1])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="device"):
         cmp.ComparisonConfig.quick(device="bogus")
+
+
+def test_psi_permutation_test_finds_an_informative_measure_and_not_a_shuffled_one() -> None:
+    rng = np.random.default_rng(0)
+    rows_ = []
+    for n in (50, 100, 200):
+        for w in (4, 8):
+            for seed in range(4):
+                g = 0.3 / math.sqrt(n) * w + 0.01 * rng.normal()
+                rows_.append({"task": 0.0, "n": float(n), "T": 8.0, "width": float(w),
+                              "heads": 1.0, "depth": 1.0, "epochs": 10.0, "lr": 0.01,
+                              "seed": float(seed), "gap": g})
+    gap = np.array([r["gap"] for r in rows_])
+    good = cmp.psi_permutation_test(rows_, gap + 0.001 * rng.normal(size=gap.size),
+                                    n_permutations=200, seed=1)
+    assert good.Psi > 0.5 and good.p_value == pytest.approx(1 / 201)
+    # mutation: the same values shuffled across the models
+    bad = cmp.psi_permutation_test(rows_, rng.permutation(gap), n_permutations=200, seed=1)
+    assert bad.p_value > 0.05
+    with pytest.raises(ValueError, match="n_permutations"):
+        cmp.psi_permutation_test(rows_, gap, n_permutations=0)
+    with pytest.raises(ValueError, match="measure"):
+        cmp.psi_permutation_test(rows_, gap[:3])

@@ -55,8 +55,8 @@ released code, the peer code) with ``pacbayes.mag_logsum``, the peer's whole-mod
 ``weights.*`` (:func:`~genbounds.bounds.measures.weight_norms`), Jiang et al.'s training margin
 ``margin.q10`` (:func:`~genbounds.bounds.measures.training_margin`), the peer's ``path_norm``
 (:func:`~genbounds.bounds.measures.path_norm`: the model's forward pass on squared weights and an
-input of ones) and ``path_norm_paths`` (the sum over paths; not stored for the shallow encoder, whose head has no
-output map), its ``family`` (code
+input of ones) and ``path_norm_paths`` (the sum over paths; not stored for the shallow
+encoder, whose head has no output map), its ``family`` (code
 in :data:`FAMILIES`), and the inputs of the other papers' bounds: for Edelman models Dhingra's
 attention quantities (:func:`genbounds.bounds.effective_rank_notation.dhingra_columns`,
 ``dhingra.*``: largest effective rank of the attention matrices on the training inputs,
@@ -109,6 +109,7 @@ from genbounds.models.view import ModelView
 from genbounds.norms import norm_table
 from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
 from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
+from genbounds.validation import check_int
 
 __all__ = [
     "EXPERIMENT", "FACTORS", "FAMILIES", "LI_KAPPA", "LOSS", "TASKS", "TASK_FAMILY", "TASK_LOSS",
@@ -116,7 +117,8 @@ __all__ = [
     "ComparisonConfig", "Setting",
     "edelman_tt_norms", "sweep_certificates", "CERT_DELTA", "CERT_GRID_B", "CERT_GRID_C",
     "CERT_GRID_SIZE", "CERT_MC_SAMPLES",
-    "RankStats", "evaluate_bounds", "exponent", "import_bound_modules", "model_rows",
+    "PsiPermutation", "RankStats", "evaluate_bounds", "psi_permutation_test", "exponent",
+    "import_bound_modules", "model_rows",
     "noise_matrix", "one_factor", "proof_status", "rank_stats", "run_setting", "setting_ids",
     "settings",
 ]
@@ -1004,6 +1006,48 @@ def rank_stats(
         rob, rob_env, rob_n, rob_per = dz.robust, dz.worst, dz.n_kept, dz.per_factor
     return RankStats(len(R), tau, tci, gt.per_factor, gt.overall, pci, avg, worst, worst_env,
                      per, pairs.n_kept, rob, rob_env, rob_n, rob_per, gt.n_constant)
+
+
+@dataclass(frozen=True)
+class PsiPermutation:
+    """A one-sided permutation test of ``Psi > 0`` (see :func:`psi_permutation_test`)."""
+
+    Psi: float
+    p_value: float
+    n_permutations: int
+    n_models: int
+    null_quantile_95: float
+
+
+def psi_permutation_test(rows: Sequence[Mapping[str, float]], measure: np.ndarray, *,
+                         n_permutations: int = 1000, seed: int = 0,
+                         target: str = "gap") -> PsiPermutation:
+    """Does the measure rank the models by ``target`` better than chance? Jiang et al.'s ``Psi``
+    of ``measure`` against ``target`` (models where the measure is ``nan`` left out), and the
+    one-sided permutation p-value ``(1 + #{Psi_perm >= Psi}) / (1 + B)`` over ``B`` random
+    permutations of the measure's values across the models (the null: the values are unrelated
+    to the models' targets; exact level under exchangeability, whatever the design)."""
+    from genbounds.stats import granulated_tau
+
+    B = check_int(n_permutations, "n_permutations", maximum=10**6)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    m = np.asarray(measure, dtype=np.float64)
+    if m.shape != (len(rows),):
+        raise ValueError(f"measure must have one value per row ({len(rows)}), got {m.shape}")
+    keep = np.flatnonzero(np.isfinite(m))
+    if keep.size < 3:
+        raise ValueError(f"measure is finite on {keep.size} models; at least 3 are needed")
+    R = [rows[int(i)] for i in keep]
+    g = _col(R, target)
+    fac = {f: _col(R, f) for f in ("task", *FACTORS)}
+    mv = m[keep]
+    obs = granulated_tau(mv, g, fac).overall
+    rng = np.random.default_rng(seed)
+    null = np.array([granulated_tau(rng.permutation(mv), g, fac).overall for _ in range(B)])
+    p = (1 + int(np.sum(null >= obs - 1e-12))) / (1 + B)
+    return PsiPermutation(float(obs), float(p), B, int(keep.size),
+                          float(np.quantile(null, 0.95)))
 
 
 def exponent(rows: Sequence[Mapping[str, float]], values: np.ndarray, base: Setting,
