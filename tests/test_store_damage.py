@@ -261,7 +261,7 @@ def test_store_check_cli_table_and_exit_status(tmp_path, capsys) -> None:
     assert "repair: python -m genbounds store repair" in out
     assert store_main(["check", "--root", str(tmp_path), "--scale", "paper"]) == 0
     assert store_main(["check", "--root", str(tmp_path / "nowhere")]) == 2
-    assert "not a directory" in capsys.readouterr().out
+    assert "not a directory" in capsys.readouterr().err  # errors go to stderr
     assert store_main(["repair", "--root", str(tmp_path)]) == 0
     assert check_store(tmp_path) == []
 

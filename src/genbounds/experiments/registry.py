@@ -447,7 +447,7 @@ def _older_checkpoints(store: ResultStore, report: SweepReport) -> None:
     current = [p[0] for p in report.in_progress]
     for unit, result in zip(report.units, report.results, strict=True):
         path = store.unit(unit).checkpoint
-        if result is None and not any(unit is c for c in current) and path.is_file():
+        if result is None and not any(unit is c for c in current) and store.has_checkpoint(unit):
             at = read_progress(path)
             report.in_progress.append((unit, None if at is None else at[0],
                                        None if at is None else at[1], path))
@@ -653,7 +653,7 @@ def stored_units(
             warnings.simplefilter("ignore", StaleResultWarning)
         results = tuple(store.load(u, on_code_change="warn", code_modules=e.code)
                         for u in units)
-    checkpoints = tuple(store.unit(u).checkpoint if store.unit(u).checkpoint.is_file()
+    checkpoints = tuple(store.unit(u).checkpoint if store.has_checkpoint(u)
                         else None for u in units)
     return StoredUnits(e.name, scale, units, results, checkpoints)
 
@@ -712,7 +712,7 @@ def status_lines(
                          f"{found.device}, {found.created_utc}{stale}")
             continue
         checkpoint = store.unit(unit).checkpoint
-        if checkpoint.is_file():
+        if store.has_checkpoint(unit):  # never through a link out of the store
             counts["in progress"] += 1
             at = read_progress(checkpoint)
             where = ("" if at is None else

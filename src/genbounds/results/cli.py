@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from genbounds.results.errors import DAMAGE_EXIT_CODE
@@ -11,7 +12,7 @@ from genbounds.results.repair import (
     checkpoints_in_progress,
     default_repair_command,
     repair_store,
-    scan_store,
+    scan_with_committed,
 )
 from genbounds.scale import SCALES
 
@@ -64,14 +65,19 @@ def store_main(argv: list[str] | None = None) -> int:
             for repair in repair_store(root, args.scale):
                 print(f"moved {repair.damage.kind} {_rel(root, repair.damage.path)} "
                       f"({repair.damage.problem}) -> {repair.moved_to}")
-        n_units, found = scan_store(root, args.scale)
+        n_units, found, committed = scan_with_committed(root, args.scale)
     except ValueError as err:
-        print(f"error: {err}")
+        print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # a repair that cannot move (read-only store, permissions)
+        print(f"error: {where}: {err}", file=sys.stderr)
+        return DAMAGE_EXIT_CODE
     damaged = [d for d in found if d.kind == "damaged"]
     leftovers = [d for d in found if d.kind == "leftover"]
     print(f"{where}: {n_units} unit(s) checked, {n_units - len(found)} sound, "
           f"{len(damaged)} damaged, {len(leftovers)} with leftovers of interrupted writes")
+    for folder, n in committed.items():
+        print(f"committed, not results (never moved by a repair): {folder}/ ({n} file(s))")
     busy = checkpoints_in_progress(root, args.scale)
     if busy:
         print(f"in progress (a time budget stopped them; `python -m genbounds reproduce` "
@@ -80,5 +86,6 @@ def store_main(argv: list[str] | None = None) -> int:
             print(f"  {_rel(root, path)}")
     if found:
         print(_table(root, [(d.kind, _rel(root, d.path), d.problem) for d in found]))
-        print(f"repair: {default_repair_command(root, args.scale)}")
+        print(f"repair: {default_repair_command(root, args.scale)} (entries tracked by git "
+              "that are not a unit's files are never moved: remove them with git)")
     return DAMAGE_EXIT_CODE if damaged else 0

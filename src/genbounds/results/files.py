@@ -39,6 +39,8 @@ from genbounds.results.provenance import PACKAGE_DIR, Provenance
 
 __all__ = [
     "CHECKPOINT_DIR",
+    "COMMITTED_CHECKPOINT_DIR",
+    "LOG_DIRS",
     "DAMAGED_DIR",
     "FORMAT",
     "LOCK_DIR",
@@ -71,6 +73,16 @@ CHECKPOINT_DIR = ".checkpoints"
 """``<root>/.checkpoints/<namespace>/<ConfigClass>/<key>.pt``: the partial state of a unit that
 a time budget stopped (:mod:`genbounds.train.checkpoint`); never a result, never committed."""
 DAMAGED_DIR = "_damaged"
+LOG_DIRS = ("device_runs",)
+"""Folders at the store's root that hold committed logs (``device_runs/<date>-<machine>/``: what
+a lent GPU machine printed): never results, never read as results, never moved by ``store
+repair``; ``store check`` only refuses symbolic links in them and counts their files."""
+COMMITTED_CHECKPOINT_DIR = "_checkpoints"
+"""``<root>/<namespace>/_checkpoints/``: committed partial states of long paper-scale units (kept
+in git so that another machine can resume them), laid out as the experiment chooses. Never read
+as results and never moved by ``store repair``; ``store check`` refuses symbolic links (of any
+target) and anything but folders and regular files in it. Unlike ``.checkpoints`` (this
+machine's, ignored by git) it is committed."""
 UNSAVED_DIR = "_unsaved"
 """``<root>/_unsaved/<UTC time>/<namespace>/<ConfigClass>/<key>.npz``: a computed result the store
 refused (an undeclared NaN...), kept so that its compute is not lost; never read as a result,

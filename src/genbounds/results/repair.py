@@ -29,8 +29,10 @@ from filelock import Timeout
 from genbounds.results.errors import Damage, DamagedResultError
 from genbounds.results.files import (
     CHECKPOINT_DIR,
+    COMMITTED_CHECKPOINT_DIR,
     DAMAGED_DIR,
     LOCK_DIR,
+    LOG_DIRS,
     REPLACED_DIR,
     TEMPORARY_FILE,
     UNIT_FILE,
@@ -53,6 +55,7 @@ __all__ = [
     "quarantine",
     "repair_store",
     "scan_store",
+    "scan_with_committed",
 ]
 
 
@@ -205,6 +208,36 @@ def _not_a_directory(root: Path, path: Path) -> str | None:
     return None
 
 
+def _committed_tree(root: Path, top: Path, what: str) -> tuple[int, list[tuple[Path, str]]]:
+    """Walk a committed folder that holds no results (logs, committed checkpoints): the number of
+    regular files, and the entries it must not hold (symbolic links, of any target; FIFOs,
+    sockets, devices), never following a link."""
+    problem = _not_a_directory(root, top)
+    if problem is not None:
+        return 0, [(top, problem)]
+    if os.path.islink(top):
+        return 0, [(top, f"is a symbolic link; {what} is a real folder, links are never "
+                         "followed")]
+    n, bad = 0, []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            try:
+                st = os.lstat(path)
+            except OSError as err:
+                bad.append((path, f"cannot be examined ({err.strerror})"))
+                continue
+            if os.path.islink(path):
+                bad.append((path, f"is a symbolic link inside {what}; never followed"))
+                if name in dirnames:
+                    dirnames.remove(name)
+            elif name in filenames and not os.path.isfile(path):
+                bad.append((path, f"is {describe_type(st.st_mode)} inside {what}, not a file"))
+            elif name in filenames:
+                n += 1
+    return n, bad
+
+
 class _Scan:
     """One walk over a store: its units, and the entries that do not belong to its layout."""
 
@@ -212,6 +245,20 @@ class _Scan:
         self.root, self.repair = root, repair
         self.units: set[Unit] = set()
         self.stray: list[Damage] = []
+        self.committed: dict[str, int] = {}
+        """Files of the committed folders that hold no results (logs, committed checkpoints),
+        by folder (relative to the root); never moved by a repair."""
+
+    def committed_folder(self, path: Path, what: str) -> None:
+        n, bad = _committed_tree(self.root, path, what)
+        self.committed[path.relative_to(self.root).as_posix()] = n
+        for where, problem in bad:
+            self.stray_entry(where, problem)
+
+    def log_dirs(self) -> None:
+        for name in LOG_DIRS:
+            if os.path.lexists(self.root / name):
+                self.committed_folder(self.root / name, f"the committed logs {name}/")
 
     def stray_entry(self, path: Path, problem: str) -> None:
         self.stray.append(Damage(path, problem, self.repair, (path,), "damaged"))
@@ -229,7 +276,7 @@ class _Scan:
             return [namespace]
         names = []
         for entry in sorted(self.root.iterdir()):
-            if entry.name.startswith((".", "_")):
+            if entry.name.startswith((".", "_")) or entry.name in LOG_DIRS:
                 continue
             if entry.name in SCALES or entry.is_dir() or entry.is_symlink():
                 names.append(entry.name)  # README.md and other plain files are not namespaces
@@ -245,6 +292,10 @@ class _Scan:
             return
         for class_dir in sorted(ns_dir.iterdir()):
             if class_dir.name == ".gitignore" and class_dir.is_file():
+                continue
+            if class_dir.name == COMMITTED_CHECKPOINT_DIR:
+                self.committed_folder(class_dir, f"the committed checkpoints {ns}/"
+                                                 f"{COMMITTED_CHECKPOINT_DIR}/")
                 continue
             problem = _not_a_directory(self.root, class_dir)
             if problem is not None:
@@ -288,6 +339,15 @@ def scan_store(
     root: str | Path | None = None, namespace: str | None = None, *, wait_s: float = 10.0
 ) -> tuple[int, list[Damage]]:
     """Number of units found and what is wrong with them (see :func:`check_store`)."""
+    n, found, _ = scan_with_committed(root, namespace, wait_s=wait_s)
+    return n, found
+
+
+def scan_with_committed(
+    root: str | Path | None = None, namespace: str | None = None, *, wait_s: float = 10.0
+) -> tuple[int, list[Damage], dict[str, int]]:
+    """As :func:`scan_store`, with the committed folders that hold no results (logs, committed
+    checkpoints) and their number of files."""
     root = Path(root) if root is not None else default_results_dir()
     if namespace is not None:
         check_namespace(namespace, "scale")
@@ -296,12 +356,14 @@ def scan_store(
     repair = default_repair_command(root, namespace)
     scan = _Scan(root, repair)
     scan.special_dirs()
+    if namespace is None:
+        scan.log_dirs()
     for ns in scan.namespaces(namespace):
         scan.namespace(ns)
     units = sorted(scan.units, key=lambda u: (u.namespace, u.config_class, u.key))
     found = scan.stray + [d for u in units if (d := _check_unit(u, repair, wait_s)) is not None]
     unique = list({d.path: d for d in reversed(found)}.values())[::-1]  # a broken .locks once
-    return len(units) + len(scan.stray), unique
+    return len(units) + len(scan.stray), unique, scan.committed
 
 
 def check_store(
@@ -324,6 +386,21 @@ def check_store(
     return scan_store(root, namespace, wait_s=wait_s)[1]
 
 
+def _tracked_by_git(path: Path) -> bool:
+    """Whether git tracks ``path`` (or a file under it): such a stray entry is reported by
+    ``store check`` but never moved by a repair into the ignored ``_damaged/`` (it would vanish
+    from the tracked tree). False where git is absent or ``path`` is not in a work tree."""
+    import subprocess
+
+    where = path.parent if not path.is_dir() or path.is_symlink() else path
+    try:
+        out = subprocess.run(["git", "-C", str(where), "ls-files", "-z", "--", str(path)],
+                             capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and bool(out.stdout.strip(b"\0"))
+
+
 def repair_store(
     root: str | Path | None = None, namespace: str | None = None, *, wait_s: float = 10.0
 ) -> list[Repair]:
@@ -340,6 +417,8 @@ def repair_store(
         is_unit = len(rel.parts) == 3 and (UNIT_FILE.fullmatch(rel.parts[2]) is not None
                                            or TEMPORARY_FILE.fullmatch(rel.parts[2]) is not None)
         if not is_unit:  # a stray entry, a lock or a layout directory: no unit to re-verify
+            if _tracked_by_git(damage.path):  # never move committed files into ignored folders
+                continue
             done.append(Repair(damage, quarantine(damage, root, when=when)))
             continue
         unit = Unit.of_file(root, damage.path)

@@ -244,13 +244,38 @@ class ResultStore:
 
         ``<root>/.checkpoints/<namespace>/<ConfigClass>/<key>.pt``; the directory ignores
         itself in git (a ``.gitignore`` of ``*``) and ``store check`` never reads it as a result.
+
+        Raises
+        ------
+        DamagedResultError
+            If ``.checkpoints`` or a folder below it is a symbolic link out of the store (never
+            followed: nothing is written, read or deleted through it) or not a folder.
         """
+        path = self.unit(config).checkpoint
+        self._check_checkpoint_path(path)
         files.ignore_dir(self.root / CHECKPOINT_DIR)
-        return self.unit(config).checkpoint
+        return path
+
+    def _check_checkpoint_path(self, path: Path) -> None:
+        blocked = files.obstruction(self.root, path)
+        if blocked is None and os.path.islink(path):
+            blocked = (path, "is a symbolic link; checkpoints are never followed")
+        if blocked is not None:
+            raise DamagedResultError(blocked[0], blocked[1], self.repair_command, (blocked[0],))
+
+    def has_checkpoint(self, config: Any) -> bool:
+        """Whether ``config``'s unit has a checkpoint file, looked for without following a link
+        out of the store (such a link: ``False``)."""
+        path = self.unit(config).checkpoint
+        try:
+            self._check_checkpoint_path(path)
+        except DamagedResultError:
+            return False
+        return path.is_file()
 
     def in_progress(self, config: Any) -> bool:
         """Whether ``config``'s unit has a checkpoint of an interrupted run (and no result)."""
-        return self.unit(config).checkpoint.is_file() and not self.has(config)
+        return self.has_checkpoint(config) and not self.has(config)
 
     def has(self, config: Any) -> bool:
         """Whether a result for ``config`` is committed (its JSON exists; not verified)."""
