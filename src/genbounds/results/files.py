@@ -232,6 +232,34 @@ WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file-size limi
                 errno.EDQUOT: "the disk quota is exhausted"}
 
 
+def write_temporary(path: Path, data: bytes) -> Path:
+    """``data`` in a flushed temporary file next to ``path`` (``.<name>.<random>.tmp``), to be
+    committed by :func:`commit_temporary`; removed again if the write fails."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, file_mode())
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def commit_temporary(tmp: Path, path: Path) -> None:
+    """Rename a temporary file of :func:`write_temporary` over ``path`` (atomic within a
+    directory) and flush the directory entry."""
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that ``path`` holds its old content or all of ``data``.
 

@@ -342,30 +342,70 @@ class ResultStore:
                             fresh=True, nonfinite=declared)
 
     def _write(self, unit: Unit, npz_bytes: bytes, json_bytes: bytes) -> None:
-        """Commit the pair under the unit's lock; a failed write becomes a DamagedResultError."""
+        """Commit the pair under the unit's lock; a failed write becomes a DamagedResultError.
+
+        With :attr:`keep_replaced` and a committed pair there, the order is: the new pair is
+        written to temporary files (flushed), then the old pair is linked (or copied) into
+        ``_replaced/``, then the new files are renamed over the old names, arrays first and the
+        JSON last. A failure or a kill at any point leaves the old pair in place (a failed
+        write) or in ``_replaced/`` (a kill after the copy): the old arrays are never in no
+        file, and a unit is never missing because its recompute failed.
+        """
         target = unit.folder
         try:
             with unit.lock(self.repair_command):
                 for stray in unit.temporaries():
                     stray.unlink(missing_ok=True)
-                if self.keep_replaced and os.path.lexists(unit.json):
-                    self._move_replaced(unit)
                 target = unit.npz
-                files.atomic_write(unit.npz, npz_bytes)
+                npz_tmp = files.write_temporary(unit.npz, npz_bytes)
+                try:
+                    target = unit.json
+                    json_tmp = files.write_temporary(unit.json, json_bytes)
+                except BaseException:
+                    npz_tmp.unlink(missing_ok=True)
+                    raise
+                _step("written")
+                if self.keep_replaced and os.path.lexists(unit.json):
+                    target = self.root / REPLACED_DIR
+                    self._keep_replaced_copy(unit)
+                _step("kept")
+                target = unit.npz
+                files.commit_temporary(npz_tmp, unit.npz)
+                _step("arrays committed")
                 target = unit.json
-                files.atomic_write(unit.json, json_bytes)
+                files.commit_temporary(json_tmp, unit.json)
         except OSError as err:
+            for tmp in unit.temporaries():  # this writer's own (the lock is held)
+                tmp.unlink(missing_ok=True)
             raise self._write_error(unit, target, err) from err
 
-    def _move_replaced(self, unit: Unit) -> None:
-        from genbounds.results.errors import Damage
+    def _keep_replaced_copy(self, unit: Unit) -> None:
+        """Link (or copy) the committed pair into ``<root>/_replaced/<UTC time>/...``; the
+        originals stay in place until the new pair is renamed over them."""
+        import datetime as _dt
+        import shutil
 
-        old = unit.existing()
-        moved = quarantine(Damage(unit.json, "replaced", self.repair_command, old, "leftover"),
-                           self.root, into=REPLACED_DIR)
-        self.replaced.append(moved)
-        logger.warning("stored result %s is recomputed; the old record was moved to %s",
-                       unit.json, moved)
+        from genbounds.results.repair import _damaged_root
+
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
+        base = _damaged_root(self.root, stamp, REPLACED_DIR)
+        folder = base / stamp / unit.folder.relative_to(self.root)
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in (unit.npz, unit.json):
+            if not os.path.isfile(path) or os.path.islink(path):
+                continue
+            dest, n = folder / path.name, 0
+            while os.path.lexists(dest):
+                n += 1
+                dest = folder / f"{path.name}.{n}"
+            try:
+                os.link(path, dest)
+            except OSError:  # a filesystem without hard links
+                shutil.copy2(path, dest)
+        files._fsync_dir(folder)
+        self.replaced.append(folder)
+        logger.warning("stored result %s is recomputed; the old record is kept in %s",
+                       unit.json, folder)
 
     def _write_error(self, unit: Unit, where: Path, err: OSError) -> DamagedResultError:
         blocked = files.obstruction(self.root, unit.json)
@@ -597,6 +637,15 @@ class ResultStore:
             logger.exception("could not keep the unsaved result of unit %s", unit.key)
             return None
         return folder / f"{unit.key}.npz"
+
+
+_STEP_HOOK: Callable[[str], None] | None = None
+"""Called with the name of each step of a write (tests inject a failure or a kill there)."""
+
+
+def _step(name: str) -> None:
+    if _STEP_HOOK is not None:
+        _STEP_HOOK(name)
 
 
 def run_sweep(
