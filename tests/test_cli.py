@@ -25,6 +25,21 @@ def test_bounds_lists_every_registered_bound_one_per_line(capsys: pytest.Capture
     assert main(["bounds", "--kind", "nonsense"]) == 2
 
 
+def test_bounds_prints_each_registered_verdict(capsys: pytest.CaptureFixture) -> None:
+    from genbounds.cli import verdict_words
+
+    assert main(["bounds"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    by_key = {line.split()[0]: line for line in lines}
+    verdicts = set()
+    for b in registered():
+        words = "not audited" if b.verdict is None else b.verdict.value
+        assert verdict_words(b.verdict) == words
+        assert f"verdict: {words};" in by_key[b.key], by_key[b.key]
+        verdicts.add(words)
+    assert {"holds", "false", "does not follow"} <= verdicts  # the audit's words, not one value
+
+
 def test_experiments_lists_every_study(capsys: pytest.CaptureFixture) -> None:
     assert main(["experiments"]) == 0
     out = capsys.readouterr().out

@@ -2,7 +2,8 @@
 
 Subcommands::
 
-    python -m genbounds bounds [--paper KEY] [--kind KIND]      every registered bound, one a line
+    python -m genbounds bounds [--paper KEY] [--kind KIND]      every registered bound, one a line,
+                                                                with its proof-audit verdict
     python -m genbounds experiments                             every registered study
     python -m genbounds reproduce [--scale quick|paper] [--only NAME ...]
                                   [--results-dir DIR] [--recompute-damaged] [--recompute]
@@ -76,8 +77,15 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     for b in bounds:
         consts = ", ".join(f"{k}={v:g}" for k, v in b.constants.items())
         print(f"{b.key:<{width}}  {b.kind.value:<22}  {b.statement:<22}  "
-              f"needs: {', '.join(b.needs)}" + (f"; constants: {consts}" if consts else ""))
+              f"verdict: {verdict_words(b.verdict)}; needs: {', '.join(b.needs)}"
+              + (f"; constants: {consts}" if consts else ""))
     return 0
+
+
+def verdict_words(verdict: Any) -> str:
+    """The proof audit's verdict on a registered statement, in the audit's words (``None``:
+    the statement is not audited in the book)."""
+    return "not audited" if verdict is None else str(verdict.value)
 
 
 def _cmd_experiments(args: argparse.Namespace) -> int:
@@ -273,7 +281,8 @@ def _cmd_store(rest: Sequence[str]) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m genbounds", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("bounds", help="list every registered bound, one per line")
+    b = sub.add_parser("bounds", help="list every registered bound, one per line, with the "
+                                      "proof audit's verdict on its statement")
     b.add_argument("--paper", default=None, help="BibTeX key of one paper")
     b.add_argument("--kind", default=None, help="e.g. gap, rademacher, log_covering")
     sub.add_parser("experiments", help="list every registered experiment")
@@ -305,6 +314,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     sub.add_parser("store", help="check / repair the results store (see `store --help`)",
                    add_help=False)
+    sub.add_parser("revalidate", help="carry stored results over to the current code "
+                   "fingerprint, or recompute one and compare (see `revalidate --help`)",
+                   add_help=False)
     return p
 
 
@@ -312,6 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "store":
         return _cmd_store(argv[1:])
+    if argv and argv[0] == "revalidate":
+        from genbounds.results.revalidate import main as revalidate_main
+
+        return int(revalidate_main(argv[1:]))
     args = _parser().parse_args(argv)
     handler = {"bounds": _cmd_bounds, "experiments": _cmd_experiments,
                "reproduce": _cmd_reproduce}[args.command]
@@ -349,8 +365,13 @@ def _handle(handler: Any, args: argparse.Namespace) -> int:
     except UnsavedResultError as err:
         print(f"error: {err}", file=sys.stderr)
         return DAMAGE_EXIT_CODE
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as err:  # a directory without permission, a full or read-only disk
-        where = f" {err.filename}" if err.filename else ""
-        print(f"error: the results store cannot be used:{where}: {err.strerror or err}",
+        where = f" {err.filename}:" if err.filename else ""
+        print(f"error: the results store cannot be used:{where} {err.strerror or err}",
               file=sys.stderr)
         return DAMAGE_EXIT_CODE
