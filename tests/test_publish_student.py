@@ -88,3 +88,41 @@ def test_every_chapter_strips_cleanly(tmp_path: Path) -> None:
     for chapter in se.chapters(ROOT):
         assert "{solution" not in (src / "notebooks" / chapter.name).read_text()
         assert (tmp_path / "student" / "notebooks" / f"{chapter.stem}.ipynb").exists()
+
+
+def _executed(text: str) -> object:
+    import jupytext
+    import nbformat
+
+    nb = jupytext.reads(text, fmt="md:myst")
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"output {i}\n")]
+        cell.execution_count = i + 1
+    return nb
+
+
+def test_student_notebook_keeps_the_outputs_and_starts_with_set_up() -> None:
+    import jupytext
+
+    student, _ = se.strip_solutions(CHAPTER)
+    nb = jupytext.reads(student, fmt="md:myst")
+    assert se.attach_outputs(nb, _executed(CHAPTER)) == 1  # the starter cell; not the solution
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].outputs[0]["text"] == "output 0\n" and code[0].execution_count == 1
+    nb = se.with_setup(nb)
+    assert "genbounds-setup" in nb.cells[0].metadata["tags"]
+    assert "import genbounds" in nb.cells[0].source
+    assert se.with_setup(nb).cells[1].source == nb.cells[1].source  # not added twice
+
+
+def test_student_cell_missing_from_the_executed_notebook_is_named() -> None:
+    import jupytext
+
+    student, _ = se.strip_solutions(CHAPTER.replace("q = 0.1  # starter", "q = 0.2  # edited"))
+    nb = jupytext.reads(student, fmt="md:myst")
+    with pytest.raises(ValueError, match="q = 0.2  # edited"):
+        se.attach_outputs(nb, _executed(CHAPTER))
+
+
+def test_missing_executed_notebooks_stop_clearly(tmp_path: Path) -> None:
+    assert se.main(["--out", str(tmp_path / "s"), "--executed", str(tmp_path / "none")]) == 2

@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import colab  # tools/colab.py: _config.yml puts tools/ on sys.path for local extensions
+import nbformat
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
@@ -52,7 +52,15 @@ def _notebook_buttons(
         return
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(executed, target)
+    # the executed notebook, with the set-up cell first (issue #26: a downloaded notebook runs
+    # where genbounds is not installed, as the Colab one does)
+    published = bool(_repository(app.config))
+    nb = colab.with_setup_cell(
+        nbformat.read(executed, as_version=4),
+        colab.repository_source() if published else None,
+        colab.repository_constraints() if published else None,
+    )
+    nbformat.write(nb, target)
     context["ipynb_source"] = f"{pagename}.ipynb"
     repo = _repository(app.config)
     if repo and "header_buttons" in context:

@@ -169,6 +169,23 @@ def setup_cell_source(default_source: str | None, constraints: str | None = None
     return _SETUP_CELL.format(default=json.dumps(default_source), constraints=cons, fallback="")
 
 
+def with_setup_cell(nb: nbformat.NotebookNode, default_source: str | None,
+                    constraints: str | None = None) -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose first cell is the set-up cell (tagged ``genbounds-setup`` and
+    folded on a page), unless it already starts with one; its outputs are left as they are."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    first = nb.cells[0] if nb.cells else None
+    if first is not None and SETUP_TAG in first.get("metadata", {}).get("tags", []):
+        return nb
+    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source, constraints))
+    setup.metadata["tags"] = [SETUP_TAG, "hide-input"]
+    nb.cells.insert(0, setup)
+    for i, cell in enumerate(nb.cells):  # nbformat 4.5 cell ids, stable across rebuilds
+        cell["id"] = f"cell-{i:03d}"
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    return nb
+
+
 def colab_notebook(path: Path, default_source: str | None,
                    constraints: str | None = None) -> nbformat.NotebookNode:
     """The chapter at ``path`` as an ``.ipynb`` without outputs, with the set-up cell first."""

@@ -5,11 +5,17 @@ directive form (```` ```{solution} label ```` ... ```` ``` ````) and the gated f
 (```` ```{solution-start} label ```` ... ```` ```{solution-end} ````, which may hold code cells).
 The edition is written to ``_build/student/``:
 
-- ``src/``: a copy of the book's sources (``_config.yml``, ``_toc.yml``, ``book/``, ``tools/``,
-  the chapters with solutions removed), built into ``html/`` without executing the notebooks
-  (the instructor's build executes them; a student runs them), so without ``-W``: every
-  ``{glue}`` of an unexecuted chapter warns;
-- ``notebooks/<chapter>.ipynb``: each chapter as a notebook without outputs, for the students.
+- ``src/``: a copy of the book's sources (``_config.yml``, ``_toc.yml``, ``book/``, ``tools/``)
+  with each chapter as ``notebooks/<chapter>.ipynb``: the chapter with its solutions removed,
+  carrying the outputs of the instructor's build (``make book`` executed every chapter into
+  ``_build/jupyter_execute/``): every figure, table and glued number of a cell that stays is
+  there; the set-up cell (``tools/colab.py``) comes first. The edition is built into ``html/``
+  without executing anything, with warnings as errors (a glued number whose cell is missing
+  fails it);
+- ``notebooks/<chapter>.ipynb``: the same notebooks, to download: a student reruns them.
+
+Without the executed notebooks (``--executed`` missing: run ``make book`` first) it stops with
+exit status 2; ``--unexecuted`` builds the old way (sources without outputs, no ``-W``).
 
 Checks (any failure exits non-zero, so ``make test`` fails):
 
@@ -165,8 +171,46 @@ def chapters(root: Path) -> list[Path]:
             and (root / f"{f}.md").exists()]
 
 
-def write_edition(root: Path, out: Path) -> tuple[list[str], Path]:
-    """Write the student sources and notebooks; return the problems found and the source dir."""
+def attach_outputs(student: nbformat.NotebookNode, executed: nbformat.NotebookNode) -> int:
+    """Give every code cell of ``student`` the outputs of the same cell in ``executed`` (the
+    instructor's executed notebook; matched by source, in order: the student cells are the
+    executed ones less the solutions). Returns the number of cells matched; ``ValueError``
+    naming the cell when one is not found."""
+    ex_cells = [c for c in executed.cells if c.cell_type == "code"]
+    j = 0
+    matched = 0
+    for cell in student.cells:
+        if cell.cell_type != "code":
+            continue
+        src = cell.source.strip()
+        k = j
+        while k < len(ex_cells) and ex_cells[k].source.strip() != src:
+            k += 1
+        if k == len(ex_cells):
+            first = src.splitlines()[0] if src else "(empty)"
+            raise ValueError(f"executed: no executed cell matches the student cell {first!r} "
+                             "(is the executed notebook older than the chapter?)")
+        cell.outputs = ex_cells[k].get("outputs", [])
+        cell.execution_count = ex_cells[k].get("execution_count")
+        matched += 1
+        j = k + 1
+    return matched
+
+
+def with_setup(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with the set-up cell of the Colab notebooks first (``tools/colab.py``)."""
+    import colab  # tools/colab.py
+
+    return colab.with_setup_cell(nb, colab.repository_source(), colab.repository_constraints())
+
+
+def write_edition(root: Path, out: Path, executed: Path | None = None
+                  ) -> tuple[list[str], Path]:
+    """Write the student sources and notebooks; return the problems found and the source dir.
+
+    With ``executed`` (the directory of the instructor's executed notebooks, mirroring the
+    sources), each chapter becomes an ``.ipynb`` with that build's outputs and the set-up cell;
+    without it, a MyST source without outputs (and notebooks with the set-up cell)."""
     src = out / "src"
     if out.exists():
         shutil.rmtree(out)
@@ -190,12 +234,27 @@ def write_edition(root: Path, out: Path) -> tuple[list[str], Path]:
             problems.append(f"{chapter.name}: a solution directive is left in")
         for name in names_only_in_solutions(removed, student):
             problems.append(f"{chapter.name}: a cell uses {name!r}, which only a solution defines")
-        target = src / "notebooks" / chapter.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(student, encoding="utf-8")
         nb = jupytext.reads(student, fmt="md:myst")
+        (src / "notebooks").mkdir(parents=True, exist_ok=True)
+        note = ""
+        if executed is None:
+            (src / "notebooks" / chapter.name).write_text(student, encoding="utf-8")
+        else:
+            ex_path = executed / "notebooks" / f"{chapter.stem}.ipynb"
+            if not ex_path.exists():
+                problems.append(f"{chapter.name}: no executed notebook {ex_path} (make book)")
+                continue
+            try:
+                n = attach_outputs(nb, nbformat.read(ex_path, as_version=4))
+            except ValueError as exc:
+                problems.append(f"{chapter.name}: {exc}")
+                continue
+            note = f", outputs of {n} cells from {ex_path.name}"
+        nb = with_setup(nb)
+        if executed is not None:
+            nbformat.write(nb, src / "notebooks" / f"{chapter.stem}.ipynb")
         nbformat.write(nb, out / "notebooks" / f"{chapter.stem}.ipynb")
-        print(f"student edition: {chapter.name}: {len(removed)} solutions removed")
+        print(f"student edition: {chapter.name}: {len(removed)} solutions removed{note}")
     return problems, src
 
 
@@ -204,13 +263,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "student")
     parser.add_argument("--no-build", action="store_true", help="write the sources only")
+    parser.add_argument("--executed", type=Path, default=ROOT / "_build" / "jupyter_execute",
+                        help="the instructor's executed notebooks (make book writes them)")
+    parser.add_argument("--unexecuted", action="store_true",
+                        help="build from the sources without outputs (no figures, no glue)")
     args = parser.parse_args(argv)
-    problems, src = write_edition(args.root, args.out)
+    executed = None if args.unexecuted else args.executed
+    if executed is not None and not executed.is_dir():
+        print(f"student edition: no executed notebooks in {executed}: run `make book` first "
+              "(or pass --unexecuted)", file=sys.stderr)
+        return 2
+    problems, src = write_edition(args.root, args.out, executed)
     if not args.no_build:
         jb = Path(sys.executable).parent / "jupyter-book"
-        # without -W: unexecuted notebooks have no glue values, and each {glue} role warns;
-        # the instructor's build (make book) is the one built with warnings as errors
-        res = subprocess.run([str(jb), "build", str(src), "--all", "-n", "--keep-going",
+        # from executed notebooks: warnings are errors, as in the instructor's build (a glued
+        # number whose cell is missing warns); unexecuted, every {glue} role warns
+        strict = ["-W"] if executed is not None else []
+        res = subprocess.run([str(jb), "build", str(src), "--all", *strict, "-n", "--keep-going",
                               "--path-output", str(args.out)], capture_output=True, text=True)
         if res.returncode != 0:
             print(res.stdout[-4000:], res.stderr[-4000:], sep="\n")
