@@ -55,6 +55,7 @@ from torch.func import functional_call
 from genbounds.bounds import compression as cp
 from genbounds.bounds import pac_bayes as pb
 from genbounds.bounds.registry import BoundKind, registered
+from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
 from genbounds.validation import check_choice, check_int, check_positive, check_probability
 
@@ -577,12 +578,6 @@ EXPERIMENT = register_experiment(Experiment(
     config=_config,
     units=units,
     run_unit=run_unit,
-    code=("genbounds.bounds.pac_bayes", "genbounds.bounds.compression",
-          "genbounds.bounds.trauger_tewari", "genbounds.bounds.trauger_tewari_notation",
-          "genbounds.bounds.shallow_gd", "genbounds.bounds.shallow_gd_notation",
-          "genbounds.bounds.effective_rank", "genbounds.bounds.effective_rank_notation",
-          "genbounds.data.mnist", "genbounds.data.sparse_majority",
-          "genbounds.data.teacher_student", "genbounds.models", "genbounds.norms",
-          "genbounds.experiments.comparison", "genbounds.experiments.certificates"),
+    code=code_of("certificates"),
     estimate=estimate,
 ))

@@ -102,6 +102,7 @@ from genbounds.bounds.registry import (
 )
 from genbounds.bounds.shallow_gd_notation import shallow_columns
 from genbounds.data import load_mnist01, make_sparse_majority
+from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models.edelman import EdelmanTransformer
 from genbounds.models.shallow_encoder import ShallowEncoder
@@ -854,15 +855,7 @@ EXPERIMENT = register_experiment(Experiment(
                           else ComparisonConfig.quick()),
     units=settings,
     run_unit=_run_unit,
-    code=("genbounds.data.sparse_majority", "genbounds.data.mnist", "genbounds.models.edelman",
-          "genbounds.models.shallow_encoder", "genbounds.bounds.effective_rank",
-          "genbounds.bounds.effective_rank_notation", "genbounds.bounds.shallow_gd",
-          "genbounds.bounds.shallow_gd_notation", "genbounds.bounds.offset_rademacher",
-          "genbounds.bounds.offset_rademacher_notation",
-          "genbounds.experiments.offset_rademacher", "genbounds.models.li_transformer",
-          "genbounds.train", "genbounds.norms", "genbounds.spectral", "genbounds.bounds.measures",
-          "genbounds.bounds.pac_bayes", "genbounds.experiments.comparison",
-          "genbounds.protocols", "genbounds.kl"),
+    code=code_of("comparison"),
 ))
 
 

@@ -73,6 +73,7 @@ from scipy import stats as _st
 from genbounds.bounds.effective_rank import sensitivity_matrices, value_path_lipschitz
 from genbounds.data import load_mnist01, make_sparse_majority
 from genbounds.data.retrieval import make_retrieval
+from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models import EdelmanTransformer
 from genbounds.results import StoredResult
@@ -503,10 +504,7 @@ EXPERIMENT = register_experiment(Experiment(
     units=units,
     run_unit=_run,
     # the modules it runs (not all of genbounds.models: another family's edit leaves it valid)
-    code=("genbounds.data.sparse_majority", "genbounds.data.mnist", "genbounds.data.retrieval",
-          "genbounds.models.edelman", "genbounds.models.base", "genbounds.models.view",
-          "genbounds.train", "genbounds.spectral", "genbounds.bounds.effective_rank",
-          "genbounds.experiments.effective_rank"),
+    code=code_of("effective_rank"),
     # a Spearman correlation over a constant row is NaN (said where it is shown); task is a name
     nonfinite=("*_spearman",),
     text=("task",),

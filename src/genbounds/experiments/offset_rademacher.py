@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from genbounds.data import teacher_student, truncate
+from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models.li_transformer import LiTransformer
 from genbounds.norms import norm_table
@@ -482,8 +483,7 @@ EXPERIMENT = register_experiment(Experiment(
     description="teacher-student excess-risk rates of Transformer ERMs (one head, H heads, "
     "L layers), rank sweep, heavy-tailed inputs with truncation / Huber (Li et al. 2026)",
     config=_config, units=units, run_unit=run_unit,
-    code=("genbounds.models.li_transformer", "genbounds.data.teacher_student",
-          "genbounds.train", "genbounds.norms", __name__)))
+    code=code_of("offset_rademacher")))
 
 
 # ------------------------------------------------------------------------------ study 2
@@ -602,5 +602,5 @@ EXPERIMENT_COMPLEXITY = register_experiment(Experiment(
     config=lambda scale: ComplexityConfig.paper() if scale == "paper" else
     ComplexityConfig.quick(),
     units=lambda cfg: cfg.units(), run_unit=run_complexity_unit,
-    code=("genbounds.offset_complexity", "genbounds.models.li_transformer", __name__)))
+    code=code_of("offset_rademacher_complexity")))
 

@@ -45,6 +45,7 @@ from genbounds.bounds.shallow_gd import (
     shallow_gd_quantities,
 )
 from genbounds.data.mnist import MnistTokens, load_fashion01, load_mnist01
+from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
 from genbounds.models.shallow_encoder import ShallowEncoder
 from genbounds.norms import norm_table
@@ -431,8 +432,7 @@ EXPERIMENT = register_experiment(Experiment(
     config=_config,
     units=units,
     run_unit=run_unit,
-    code=("genbounds.data.mnist", "genbounds.models.shallow_encoder", "genbounds.train",
-          "genbounds.norms", "genbounds.bounds.shallow_gd", "genbounds.experiments.shallow_gd"),
+    code=code_of("shallow_gd"),
     estimate=estimate,
     # the largest tail exponent of Assumption 3 is -inf when no positive exponent fits
     nonfinite=("tail_exponent",),

@@ -92,6 +92,7 @@ from genbounds.data import (
     make_sparse_majority_batch,
     sparse_majority_labels,
 )
+from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models import SparseMajorityMHA
 from genbounds.norms import norm_table
@@ -445,7 +446,5 @@ EXPERIMENT = register_experiment(Experiment(
     units=sweep_configs,
     run_unit=_run_unit,
     resumable=True,  # one train_ensemble call per unit: an engine stage of the unit checkpoint
-    code=("genbounds.data.sparse_majority", "genbounds.models", "genbounds.train",
-          "genbounds.norms", "genbounds.spectral", "genbounds.validation",
-          "genbounds.bounds.trauger_tewari_notation", "genbounds.experiments.sparse_majority"),
+    code=code_of("sparse_majority"),
 ))

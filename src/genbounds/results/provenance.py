@@ -502,7 +502,7 @@ def _show(commit: str, path: str) -> bytes | None:
 def _files_at(commit: str, modules: Sequence[str] | None, prefix: str) -> list[str] | None:
     """The files (relative to the package) ``modules`` named at ``commit``, sorted as
     :func:`module_files` sorts paths; ``None`` if a module did not exist there."""
-    listing = _git("ls-tree", "-r", "--name-only", commit, "--", prefix)
+    listing = _git("ls-tree", "-r", "--full-tree", "--name-only", commit, "--", prefix)
     if listing is None:
         return None
     present = {line[len(prefix):] for line in listing.splitlines() if line.endswith(".py")}

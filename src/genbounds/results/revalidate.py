@@ -1,0 +1,246 @@
+"""``python -m genbounds revalidate``: bring stored results to the current fingerprint scheme,
+honestly, or re-validate one by recomputing it.
+
+Two actions, both recorded in the unit's provenance (its arrays are never changed):
+
+* **migrate** (default, nothing computed): every stored unit of the named experiments whose
+  record carries an old (byte) fingerprint is checked by
+  :func:`genbounds.results.provenance.migrate_record`: its recorded commit must reproduce its
+  recorded fingerprint, and the files its experiment declares now must have, under the new
+  scheme (normalised syntax trees), the same fingerprint at that commit as now. Then the record
+  is rewritten with the new fingerprint and a ``migrated`` entry; otherwise it stays stale and
+  the reason is printed.
+* **recompute** (``--recompute --match FIELD=VALUE``): the matched stale units are computed
+  again by the running code and compared with the stored arrays: integers, booleans and strings
+  exactly, floats within ``|new - old| <= rtol |old| + atol_frac max|old|`` (NaN where NaN).
+  Within the tolerance the record gets the current fingerprint and a ``revalidated`` entry
+  (when, which commit and CPU class, the tolerance, the largest relative difference, the wall
+  time); outside it nothing is changed and the differences are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from genbounds.results import files
+from genbounds.results.provenance import (
+    AST_SCHEME,
+    Provenance,
+    _git,
+    check_source_unchanged,
+    code_fingerprint,
+    cpu_class,
+    describe_device,
+    migrate_record,
+    normalize_code_modules,
+    same_code,
+)
+
+__all__ = ["compare_arrays", "main", "migrate_units", "revalidate_unit", "rewrite_provenance"]
+
+DEFAULT_RTOL = 1e-6
+"""Default relative tolerance of a re-validation (float64 training agrees to about 1e-12 on
+one CPU class; another class or float32 may need more, stated on the command line)."""
+DEFAULT_ATOL_FRAC = 1e-9
+"""Default absolute tolerance, as a fraction of the largest stored value of each array."""
+
+
+def rewrite_provenance(unit: files.Unit, repair: str, provenance: Mapping[str, Any]) -> None:
+    """Replace a committed unit's provenance (re-sealed; the arrays file is not touched)."""
+    with unit.lock(repair):
+        record = files.read_unit(unit, repair)
+        if record is None:
+            raise ValueError(f"unit {unit.json} has no committed result")
+        Provenance.from_record(dict(provenance))  # malformed -> ValueError before writing
+        meta = dict(record.meta, provenance=dict(provenance))
+        sealed = files.seal(meta)
+        files.atomic_write(unit.json, json.dumps(sealed, indent=1, sort_keys=True).encode())
+
+
+def _stored(exp: Any, scale: str, store: Any) -> list[tuple[Any, files.Unit]]:
+    return [(u, store.unit(u)) for u in exp.units(exp.config(scale)) if store.has(u)]
+
+
+def migrate_units(exp: Any, scale: str, store: Any, dry_run: bool = False
+                  ) -> list[tuple[str, str, bool]]:
+    """``(unit key, what happened, current now)`` for every stored unit of ``exp``."""
+    out = []
+    for _, unit in _stored(exp, scale, store):
+        record = files.read_unit(unit, store.repair_command)
+        assert record is not None  # store.has() said so; read_unit raises on damage
+        prov = record.meta["provenance"]
+        if str(prov.get("code_fingerprint", "")).startswith(AST_SCHEME + ":"):
+            current = same_code(prov["code_fingerprint"], prov.get("code_modules"), exp.code)
+            out.append((unit.key, "new scheme already; " + ("current" if current else "STALE"),
+                        current))
+            continue
+        new, why = migrate_record(prov, exp.code)
+        if new is not None and not dry_run:
+            rewrite_provenance(unit, store.repair_command, new)
+        out.append((unit.key, why + (" (dry run: not written)" if new and dry_run else ""),
+                    new is not None))
+    return out
+
+
+def compare_arrays(new: Mapping[str, Any], old: Mapping[str, np.ndarray], rtol: float,
+                   atol_frac: float) -> tuple[list[str], float]:
+    """``(problems, largest relative difference)`` of recomputed against stored arrays."""
+    problems: list[str] = []
+    worst = 0.0
+    for name, b in old.items():
+        if name not in new:
+            problems.append(f"{name}: no longer computed")
+            continue
+        a = np.asarray(new[name])
+        if a.shape != b.shape:
+            problems.append(f"{name}: shape {a.shape}, stored {b.shape}")
+            continue
+        if b.dtype.kind not in "fc" or a.dtype.kind not in "fc":
+            if not np.array_equal(a, b):
+                problems.append(f"{name}: differs (compared exactly)")
+            continue
+        if not np.array_equal(np.isnan(a), np.isnan(b)):
+            problems.append(f"{name}: NaN at other places")
+            continue
+        fin = np.isfinite(b)
+        if not np.array_equal(a[~fin], b[~fin], equal_nan=True):
+            problems.append(f"{name}: infinities differ")
+            continue
+        if not fin.any():
+            continue
+        diff = np.abs(a[fin] - b[fin])
+        scale = float(np.abs(b[fin]).max())
+        rel = float((diff / np.maximum(np.abs(b[fin]), 1e-300)).max())
+        worst = max(worst, rel if scale > 0 else 0.0)
+        if (diff > rtol * np.abs(b[fin]) + atol_frac * scale).any():
+            problems.append(f"{name}: largest difference {diff.max():.3g} "
+                            f"(relative {rel:.3g}) beyond rtol {rtol:g}, atol "
+                            f"{atol_frac:g} x {scale:.3g}")
+    return problems, worst
+
+
+def revalidate_unit(exp: Any, config: Any, store: Any, rtol: float = DEFAULT_RTOL,
+                    atol_frac: float = DEFAULT_ATOL_FRAC) -> tuple[bool, str]:
+    """Recompute one stored unit with the running code and compare (module docstring)."""
+    if not (isinstance(rtol, float | int) and 0 <= rtol < 1):
+        raise ValueError(f"rtol must be in [0, 1), got {rtol!r}")
+    if not (isinstance(atol_frac, float | int) and 0 <= atol_frac < 1):
+        raise ValueError(f"atol_frac must be in [0, 1), got {atol_frac!r}")
+    unit = store.unit(config)
+    record = files.read_unit(unit, store.repair_command)
+    if record is None:
+        raise ValueError(f"unit {unit.key} of {exp.name} is not stored: nothing to re-validate")
+    t0 = time.perf_counter()
+    arrays = exp.run_unit(config, False)
+    wall = time.perf_counter() - t0
+    problems, worst = compare_arrays(arrays, record.arrays, rtol, atol_frac)
+    if problems:
+        return False, (f"{unit.key}: NOT re-validated ({wall:.1f} s): " + "; ".join(problems[:5])
+                       + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""))
+    modules = normalize_code_modules(exp.code)
+    check_source_unchanged(modules)
+    prov = dict(record.meta["provenance"])
+    prov.update(
+        code_fingerprint=code_fingerprint(modules),
+        code_modules=None if modules is None else list(modules),
+        revalidated={
+            "revalidated_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "git_commit": _git("rev-parse", "HEAD") or "unknown",
+            "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+            "from_fingerprint": record.meta["provenance"].get("code_fingerprint"),
+            "device": describe_device(getattr(config, "device", "auto")
+                                      if getattr(config, "device", "auto") != "auto" else "cpu"),
+            "cpu_class": cpu_class(),
+            "wall_time_s": round(wall, 3),
+            "rtol": rtol,
+            "atol_frac": atol_frac,
+            "max_relative_difference": worst,
+            "arrays_compared": len(record.arrays),
+            "kept": "the stored arrays (the recomputed ones agree within the tolerance)",
+        },
+    )
+    rewrite_provenance(unit, store.repair_command, prov)
+    return True, (f"{unit.key}: re-validated in {wall:.1f} s, {len(record.arrays)} arrays, "
+                  f"largest relative difference {worst:.2g} (rtol {rtol:g})")
+
+
+def _match(config: Any, pairs: Sequence[str]) -> bool:
+    for pair in pairs:
+        field, sep, value = pair.partition("=")
+        if not sep or not hasattr(config, field):
+            raise ValueError(f"--match takes FIELD=VALUE with a field of the unit, got {pair!r}")
+        if str(getattr(config, field)) != value:
+            return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (module docstring); exit 0, or 1 when a re-validation failed."""
+    from genbounds.experiments.registry import get_experiment, registered_experiments
+    from genbounds.results import ResultStore
+
+    p = argparse.ArgumentParser(prog="python -m genbounds revalidate",
+                                description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--scale", choices=("quick", "paper"), default="paper")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME")
+    p.add_argument("--results-dir", type=Path, default=None)
+    p.add_argument("--dry-run", action="store_true", help="migrate: say, write nothing")
+    p.add_argument("--recompute", action="store_true",
+                   help="recompute the stale units chosen by --match and compare")
+    p.add_argument("--match", nargs="+", default=(), metavar="FIELD=VALUE")
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
+    p.add_argument("--atol-frac", type=float, default=DEFAULT_ATOL_FRAC)
+    args = p.parse_args(argv)
+    from genbounds.results.errors import DamagedResultError, report_damage
+
+    try:
+        return _run(args, get_experiment, registered_experiments, ResultStore)
+    except DamagedResultError as err:
+        return report_damage(err)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, get_experiment: Any, registered_experiments: Any,
+         store_class: Any) -> int:
+    exps = ([get_experiment(n) for n in args.only] if args.only else registered_experiments())
+    store = store_class(args.results_dir, namespace=args.scale)
+    failed = 0
+    for exp in exps:
+        if not args.recompute:
+            rows = migrate_units(exp, args.scale, store, dry_run=args.dry_run)
+            current = sum(ok for *_, ok in rows)
+            print(f"[{exp.name}] {current} of {len(rows)} stored units current under the new "
+                  "scheme")
+            for key, why, _ in rows:
+                print(f"  {key}: {why}")
+            continue
+        if not args.match:
+            raise ValueError("--recompute needs --match FIELD=VALUE (one small unit at a time)")
+        for config, unit in _stored(exp, args.scale, store):
+            if not _match(config, args.match):
+                continue
+            record = files.read_unit(unit, store.repair_command)
+            assert record is not None
+            prov = record.provenance
+            if same_code(prov.code_fingerprint, prov.code_modules, exp.code):
+                print(f"[{exp.name}] {unit.key}: current, nothing to re-validate")
+                continue
+            ok, line = revalidate_unit(exp, config, store, args.rtol, args.atol_frac)
+            failed += not ok
+            print(f"[{exp.name}] {line}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
