@@ -5,11 +5,17 @@ Usage: ``.venv/bin/python tools/check_estimates.py [--only NAME ...] [--json OUT
 For every experiment with stored paper-scale units that ran on this device (as
 ``describe_device`` names it: the GPU model, or the CPU's cores and threads, and the torch
 build), it prints, per stored unit: the measured wall time (from the record), the uncalibrated
-estimate (:func:`genbounds.estimates.unit_seconds`, rates measured now on this machine) and the
+estimate (:func:`genbounds.estimates.predicted_unit_seconds`: rates measured now on this
+machine, or the experiment's own estimate one unit at a time, e.g. the certificates') and the
 **leave-one-out** calibrated estimate: :func:`genbounds.estimates.calibration` fitted on the
 *other* stored units only (never on the unit being predicted, so the check does not select on
 what it reports). The ratios estimate / measured are summarised per experiment:
 "within 2x" means every leave-one-out ratio lies in [1/2, 2].
+
+Every study with stored paper-scale units is covered: one whose units no estimate covers
+(:func:`genbounds.estimates.covers`) is reported as such and makes the exit status 1; one whose
+stored units all ran on another kind of device is named with that device (nothing to compare
+here).
 
 The rates are measured now: run it on an idle machine (the load average is printed), with the
 thread count the units ran with (``OMP_NUM_THREADS=1`` for the units stored from one thread).
@@ -24,33 +30,54 @@ import warnings
 from typing import Any
 
 
-def check(name: str) -> dict[str, Any] | None:
-    """The per-unit comparison for one experiment; None when no stored unit ran here."""
-    from genbounds.estimates import calibration, unit_seconds
+def stored_walls(name: str) -> tuple[Any, list[Any], dict[int, tuple[float, str]]]:
+    """``(paper config, its units, {unit index: (measured wall s, device)})`` of the stored
+    paper-scale units of ``name`` (whichever device they ran on)."""
     from genbounds.experiments.registry import get_experiment
-    from genbounds.results import ResultStore, StaleResultWarning, describe_device
-    from genbounds.train.loop import resolve_device
+    from genbounds.results import ResultStore, StaleResultWarning
 
     exp = get_experiment(name)
     cfg = exp.config("paper")
     units = list(exp.units(cfg))
     store = ResultStore(namespace="paper")
-    kind = resolve_device(getattr(units[0], "device", "auto")).type
-    here = describe_device(kind)
-    measured: dict[int, float] = {}
+    out: dict[int, tuple[float, str]] = {}
     for i, u in enumerate(units):
         if not store.has(u):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StaleResultWarning)
             rec = store.load(u, on_code_change="warn", code_modules=exp.code)
-        if rec is not None and rec.device == here:  # what calibration() uses, too
-            measured[i] = rec.wall_time_s
-    if not measured:
+        if rec is not None:
+            out[i] = (rec.wall_time_s, rec.device)
+    return cfg, units, out
+
+
+def check(name: str) -> dict[str, Any] | None:
+    """The per-unit comparison for one experiment; None when it has no stored paper unit.
+
+    ``status`` is ``"compared"``, ``"not covered"`` (stored units, but no per-unit estimate)
+    or ``"other device"`` (every stored unit ran on another kind of device)."""
+    from genbounds.estimates import calibration, covers, predicted_unit_seconds
+    from genbounds.results import ResultStore, describe_device
+    from genbounds.train.loop import resolve_device
+
+    cfg, units, stored = stored_walls(name)
+    if not stored:
         return None
-    raw = unit_seconds(name, cfg)
-    if raw is None:
-        return None
+    kind = resolve_device(getattr(units[0], "device", "auto")).type
+    here = describe_device(kind)
+    base: dict[str, Any] = {"experiment": name, "device": kind, "stored": len(stored),
+                            "units": len(units)}
+    if not covers(name, cfg):
+        return {**base, "status": "not covered"}
+    measured = {i: wall for i, (wall, dev) in stored.items() if dev == here}
+    if not measured:  # what calibration() uses, too
+        return {**base, "status": "other device",
+                "ran_on": sorted({dev for _, dev in stored.values()})}
+    raw = predicted_unit_seconds(name, cfg)
+    if raw is None or len(raw) != len(units):
+        return {**base, "status": "not covered"}
+    store = ResultStore(namespace="paper")
     rows: list[dict[str, Any]] = []
     loo_ratios: list[float] = []
     for i, wall in measured.items():
@@ -62,13 +89,13 @@ def check(name: str) -> dict[str, Any] | None:
         if loo is not None:
             loo_ratios.append(loo / wall)
     ratios = [raw[i] / wall for i, wall in measured.items()]
-    return {"experiment": name, "device": kind, "rows": rows,
+    return {**base, "status": "compared", "rows": rows,
             "uncalibrated_ratio_range": [min(ratios), max(ratios)],
             "loo_ratio_range": [min(loo_ratios), max(loo_ratios)] if loo_ratios else None,
             "loo_within_2x": bool(loo_ratios) and all(0.5 <= x <= 2 for x in loo_ratios)}
 
 
-def main() -> None:
+def main() -> int:
     from genbounds.experiments import registered_experiments
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -79,12 +106,22 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     out = []
+    uncovered = []
     for name in names:
         res = check(name)
         if res is None:
             continue
         out.append(res)
-        print(f"[{name}] on {res['device']}:")
+        head = f"[{name}] {res['stored']} of {res['units']} paper units stored"
+        if res["status"] == "not covered":
+            uncovered.append(name)
+            print(f"{head}: NOT COVERED (no per-unit estimate of its units)")
+            continue
+        if res["status"] == "other device":
+            print(f"{head}, none ran on this kind of device ({', '.join(res['ran_on'])}): "
+                  "nothing to compare here")
+            continue
+        print(f"{head}; on {res['device']}:")
         for r in res["rows"]:
             loo = ("-" if r["loo_ratio"] is None
                    else f"{r['loo_estimate_s']:8.1f} s ({r['loo_ratio']:.2f}x)")
@@ -95,7 +132,10 @@ def main() -> None:
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1)
+    if uncovered:
+        print(f"not covered by any per-unit estimate: {', '.join(uncovered)}")
+    return 1 if uncovered else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

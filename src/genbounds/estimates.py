@@ -65,8 +65,9 @@ from genbounds.train import (
 )
 from genbounds.train.memory import activation_bytes_per_sample, available_memory_bytes
 
-__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "SAME_RATES", "Calibration", "Workload",
-           "calibration", "estimate", "fit_calibration", "forward_flops", "matmul_gflops",
+__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "SAME_RATES", "Calibration",
+           "UnitEstimates", "Workload", "calibration", "covers", "estimate", "fit_calibration",
+           "forward_flops", "matmul_gflops", "predicted_unit_seconds", "unit_estimates",
            "unit_seconds", "workloads"]
 
 #: Measured at the authors' protocol on the 2-core CPU (2026-11-26, load average 6-10,
@@ -444,26 +445,91 @@ def workloads(experiment_name: str, config: Any) -> list[Workload] | None:
     return None if fn is None else fn(config)[0]
 
 
-def unit_seconds(experiment_name: str, config: Any, store: Any = None) -> list[float] | None:
-    """Estimated seconds of each unit of ``config``, in unit order (None if unknown).
+def _own_per_unit(experiment_name: str, config: Any) -> list[float] | None:
+    """Seconds of each unit from the experiment's own ``estimate``, applied to ``config`` with
+    one unit at a time (a config dataclass whose ``units`` field holds exactly its units, as
+    the certificates study's does); None when that is not possible."""
+    import dataclasses
 
-    With a results ``store`` that holds some of these units, the model is *calibrated* on
-    them (:func:`calibration`: a factor, or a power where enough units span enough cost), so
-    the per-call and per-sample costs the model misjudges on this machine are corrected by
-    units that really ran here.
-    """
+    from genbounds.experiments.registry import get_experiment
+
+    exp = get_experiment(experiment_name)
+    if exp.estimate is None or not covers(experiment_name, config):
+        return None
+    return [float(exp.estimate(dataclasses.replace(config, units=(u,))).seconds)
+            for u in exp.units(config)]
+
+
+def predicted_unit_seconds(experiment_name: str, config: Any) -> list[float] | None:
+    """Uncalibrated seconds of each unit of ``config``, in unit order: the measured-rate model
+    for the experiments in :data:`KNOWN`, else the experiment's own ``estimate`` one unit at a
+    time (:func:`covers`); None when neither applies."""
     fn = KNOWN.get(experiment_name)
     if fn is None:
-        return None
+        return _own_per_unit(experiment_name, config)
     ws, note = fn(config)
     if not ws:
         return None
-    per_unit = _per_unit(ws, note)[0]
-    if store is not None:
-        cal = calibration(experiment_name, config, store, per_unit)
-        if cal is not None:
-            per_unit = [cal(s) for s in per_unit]
-    return per_unit
+    return _per_unit(ws, note)[0]
+
+
+def covers(experiment_name: str, config: Any) -> bool:
+    """Whether :func:`unit_seconds` estimates each unit of ``config`` (and so can be
+    calibrated on, and checked against, the stored units): without measuring anything."""
+    if experiment_name in KNOWN:
+        return True
+    import dataclasses
+
+    from genbounds.experiments.registry import get_experiment
+
+    exp = get_experiment(experiment_name)
+    if exp.estimate is None or isinstance(config, type) or not dataclasses.is_dataclass(config):
+        return False
+    if "units" not in {f.name for f in dataclasses.fields(config)}:
+        return False
+    whole: Any = config
+    return tuple(exp.units(config)) == tuple(whole.units)
+
+
+@dataclass(frozen=True)
+class UnitEstimates:
+    """Estimated seconds of each unit, and the :class:`Calibration` applied to them (None:
+    no stored unit ran on this kind of device, so the estimates are the model's own)."""
+
+    seconds: list[float]
+    calibration: Calibration | None
+
+    @property
+    def calibrated(self) -> bool:
+        return self.calibration is not None
+
+    def describe(self) -> str:
+        """How the estimates were made, for the command line."""
+        if self.calibration is None:
+            return "not calibrated: no stored unit ran on this kind of device"
+        return self.calibration.describe()
+
+
+def unit_estimates(experiment_name: str, config: Any, store: Any = None
+                   ) -> UnitEstimates | None:
+    """:func:`predicted_unit_seconds`, calibrated (:func:`calibration`: a factor, or a power
+    where enough units span enough cost) on the units of ``config`` that ``store`` holds and
+    that ran on this kind of device, so the per-call and per-sample costs the model misjudges
+    on this machine are corrected by units that really ran here; the result says whether any
+    did. None when nothing estimates the units."""
+    per_unit = predicted_unit_seconds(experiment_name, config)
+    if per_unit is None:
+        return None
+    cal = None if store is None else calibration(experiment_name, config, store, per_unit)
+    return UnitEstimates([cal(s) for s in per_unit] if cal is not None else per_unit, cal)
+
+
+def unit_seconds(experiment_name: str, config: Any, store: Any = None) -> list[float] | None:
+    """Estimated seconds of each unit of ``config``, in unit order (None if unknown): the
+    seconds of :func:`unit_estimates` (calibrated on ``store``'s units when it holds any that
+    ran on this kind of device)."""
+    est = unit_estimates(experiment_name, config, store)
+    return None if est is None else est.seconds
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ __all__ = [
     "Experiment",
     "SweepReport",
     "Unfinished",
+    "UnitSeconds",
     "concatenate",
     "StoredUnits",
     "get_experiment",
@@ -313,16 +314,24 @@ def reproduce(
     return report.done
 
 
-def _unit_seconds(e: Experiment, cfg: Any, units: Sequence[Any], store: ResultStore
-                  ) -> list[float | None]:
-    """Estimated seconds of each unit (``None`` where nothing estimates it), calibrated on the
-    units ``store`` already holds (:func:`genbounds.estimates.unit_seconds`)."""
-    try:
-        from genbounds import estimates
+#: ``(experiment name, config, store) -> seconds of each unit`` (or None): a per-unit time
+#: estimator the caller hands to :func:`sweep`, e.g. :func:`genbounds.estimates.unit_seconds`
+#: (the command line does). The registry never imports the estimator: the estimator reads the
+#: registry, not the other way round.
+UnitSeconds = Callable[[str, Any, ResultStore], Sequence[float] | None]
 
-        per_unit = estimates.unit_seconds(e.name, cfg, store)
-        if per_unit is not None and len(per_unit) == len(units):
-            return list(per_unit)
+
+def _unit_seconds(e: Experiment, cfg: Any, units: Sequence[Any], store: ResultStore,
+                  estimator: UnitSeconds | None) -> list[float | None]:
+    """Estimated seconds of each unit (``None`` where nothing estimates it): ``estimator``'s
+    when given (calibrated on the units ``store`` holds, for
+    :func:`genbounds.estimates.unit_seconds`), else the experiment's own estimate spread
+    evenly over its units."""
+    try:
+        if estimator is not None:
+            per_unit = estimator(e.name, cfg, store)
+            if per_unit is not None and len(per_unit) == len(units):
+                return [float(s) for s in per_unit]
         est = e.estimate(cfg) if e.estimate is not None else None
     except Exception:  # an estimate must never stop a run  # noqa: BLE001
         return [None] * len(units)
@@ -400,9 +409,12 @@ def sweep(
     recompute: bool = False,
     deadline: float | None = None,
     match: Mapping[str, str] | None = None,
+    unit_seconds: UnitSeconds | None = None,
 ) -> SweepReport:
     """As :func:`reproduce`, but returns a :class:`SweepReport` instead of raising when a time
-    budget stops it; ``match`` restricts the sweep to some units (:func:`select_units`).
+    budget stops it; ``match`` restricts the sweep to some units (:func:`select_units`);
+    ``unit_seconds`` estimates each unit for the progress bar and the time budget
+    (:data:`UnitSeconds`; without it, the experiment's own estimate, if any).
 
     Each unit to compute runs inside :func:`genbounds.train.checkpoint.unit_checkpoint` with
     its checkpoint (:meth:`ResultStore.checkpoint_path
@@ -425,7 +437,8 @@ def sweep(
     seconds: list[float | None] = [None] * len(units)
     needed = progress or (deadline is not None and not e.resumable)  # bar, or start decisions
     if needed and (recompute or not all(store.has(u) for u in units)):
-        seconds = _unit_seconds(e, cfg, units, store)  # measures rates: only if there is work
+        # measures rates: only if there is work
+        seconds = _unit_seconds(e, cfg, units, store, unit_seconds)
     bar = _Bar(progress and len(units) > 1, len(units), seconds)
     try:
         for blocking in (False, True):  # first pass skips units other workers hold

@@ -1,0 +1,155 @@
+"""The estimator reads the registry, never the other way round (issue #28 §7), and an estimate
+says whether it was calibrated on stored units, for every study, the certificates included
+(issue #25 §4)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from genbounds.experiments.registry import Estimate, Experiment, sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "genbounds"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth (function-level imports included)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def test_the_registry_does_not_import_the_estimator() -> None:
+    found = {m for m in imported_modules(PKG / "experiments" / "registry.py")
+             if m == "genbounds.estimates" or m.startswith("genbounds.estimates.")}
+    assert not found, f"experiments/registry.py imports the estimator: {sorted(found)}"
+
+
+def test_registering_every_study_does_not_load_the_estimator() -> None:
+    code = ("import sys, genbounds.experiments.registry as r; r.registered_experiments(); "
+            "print('genbounds.estimates' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "False", "importing the registry loaded genbounds.estimates"
+
+
+@dataclass(frozen=True)
+class Unit:
+    PROTOCOL_VERSION = 1
+    n: int
+
+
+def _run(u: Unit, progress: bool) -> dict[str, np.ndarray]:
+    return {"x": np.array([float(u.n)])}
+
+
+def test_sweep_uses_the_estimator_it_is_given(tmp_path) -> None:
+    from genbounds.results import ResultStore
+
+    exp = Experiment(name="fake_seam", chapter="x.md", description="x",
+                     config=lambda scale: (1, 2), units=lambda cfg: [Unit(n) for n in cfg],
+                     run_unit=_run, code=("genbounds.scale",),
+                     estimate=lambda cfg: Estimate(seconds=1.0, peak_bytes=0, device="cpu"))
+    store = ResultStore(tmp_path, "quick")
+    calls = []
+
+    def slow(name, cfg, st):  # type: ignore[no-untyped-def]
+        calls.append(name)
+        return [600.0, 600.0]
+
+    report = sweep(exp, "quick", store=store, deadline=time.monotonic() + 60.0,
+                   unit_seconds=slow)
+    assert calls == ["fake_seam"]
+    assert report.done == [] and "its estimate is 10.0 min" in (report.stopped or "")
+    # without an estimator: the experiment's own estimate (1 s for both), so both units run
+    report = sweep(exp, "quick", store=store, deadline=time.monotonic() + 60.0)
+    assert len(report.done) == 2
+
+
+def test_certificates_estimate_is_calibrated_on_its_stored_unit(tmp_path) -> None:
+    from genbounds import estimates
+    from genbounds.experiments.registry import get_experiment
+    from genbounds.results import ResultStore, describe_device
+
+    exp = get_experiment("certificates")
+    cfg = exp.config("quick")
+    units = list(exp.units(cfg))
+    assert estimates.covers("certificates", cfg)
+    raw = estimates.predicted_unit_seconds("certificates", cfg)
+    assert raw is not None and len(raw) == len(units)
+    own = exp.estimate(cfg)  # type: ignore[misc]
+    assert sum(raw) == pytest.approx(own.seconds)  # one unit at a time adds up to the whole
+    store = ResultStore(tmp_path, "quick")
+    plain = estimates.unit_estimates("certificates", cfg, store)
+    assert plain is not None and not plain.calibrated and plain.seconds == raw
+    assert plain.describe().startswith("not calibrated")
+    # a unit stored from another kind of device calibrates nothing
+    store.save(units[0], {"x": [1.0]}, device="cuda (NVIDIA H100, torch 2.13.0)",
+               wall_time_s=5.0, code_modules=exp.code)
+    assert not estimates.unit_estimates("certificates", cfg, store).calibrated  # type: ignore[union-attr]
+    # one that ran here does: its own estimate becomes its measured time, the rest scale
+    measured = 3.0 * raw[1]
+    store.save(units[1], {"x": [1.0]}, device=describe_device("cpu"), wall_time_s=measured,
+               code_modules=exp.code)
+    cal = estimates.unit_estimates("certificates", cfg, store)
+    assert cal is not None and cal.calibrated
+    assert cal.seconds[1] == pytest.approx(measured)
+    assert cal.seconds[2] == pytest.approx(3.0 * raw[2])
+    assert "calibrated on 1 stored unit" in cal.describe()
+
+
+def test_the_command_line_says_whether_the_estimate_was_calibrated(tmp_path) -> None:
+    from genbounds.cli import describe_estimate
+    from genbounds.experiments.registry import get_experiment
+    from genbounds.results import ResultStore, describe_device
+
+    exp = get_experiment("certificates")
+    cfg = exp.config("quick")
+    units = list(exp.units(cfg))
+    store = ResultStore(tmp_path, "quick")
+    store.save(units[0], {"x": [1.0]}, device="cuda (NVIDIA H100, torch 2.13.0)",
+               wall_time_s=5.0, code_modules=exp.code)
+    text = describe_estimate(exp, cfg, store)
+    assert f"missing of {len(units)} units" in text and "not calibrated" in text, text
+    store2 = ResultStore(tmp_path / "b", "quick")
+    store2.save(units[0], {"x": [1.0]}, device=describe_device("cpu"), wall_time_s=5.0,
+                code_modules=exp.code)
+    text = describe_estimate(exp, cfg, store2)
+    assert "calibrated on 1 stored unit" in text and "not calibrated" not in text, text
+
+
+def test_check_estimates_covers_every_study() -> None:
+    """tools/check_estimates.py compares a study's stored paper units only where a per-unit
+    estimate exists: every registered study must have one."""
+    from genbounds import estimates
+    from genbounds.experiments import registered_experiments
+
+    missing = [e.name for e in registered_experiments()
+               if not e.name.startswith("fake")
+               and not estimates.covers(e.name, e.config("paper"))]
+    assert not missing, f"no per-unit estimate (tools/check_estimates.py cannot check): {missing}"
+
+
+def test_own_estimate_needs_a_units_field() -> None:
+    from genbounds import estimates
+    from genbounds.experiments.registry import get_experiment
+
+    exp = get_experiment("certificates")
+    cfg = exp.config("quick")
+    assert dataclasses.is_dataclass(cfg)
+    assert not estimates.covers("certificates", type(cfg))  # a class, not a config
