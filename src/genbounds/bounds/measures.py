@@ -81,8 +81,8 @@ preceding convolution (no model here has batch normalisation).
 All are registered as :class:`~genbounds.bounds.registry.Bound` of kind
 ``BoundKind.MEASURE``: they rank models, they do not bound a gap (the PAC-Bayes ones are the
 KL-like numerators of a PAC-Bayes bound on a *perturbed* classifier, not a bound on the trained
-model's gap), so "vacuous" is not defined for them. :data:`MEASURE_WORDS` names each in words for
-figures and tables.
+model's gap), so "vacuous" is not defined for them. :func:`genbounds.labels.label` names each in
+words for figures and tables.
 
 Constants of the sigma search (the peer code, ``_pacbayes_sigma``): bisection of ``s`` on
 ``[0, 2]`` started at the midpoint, ``search_depth = 15`` halvings, ``montecarlo_samples = 10``
@@ -123,7 +123,6 @@ from genbounds.validation import (
 __all__ = [
     "JIANG_EPS",
     "MEASURE_KEYS",
-    "MEASURE_WORDS",
     "PAPER",
     "measure_quantities",
     "pacbayes_mag_logsum",
@@ -627,33 +626,8 @@ _SPECS: list[tuple[str, str, tuple[str, ...], dict[str, float], Callable[..., Bo
      "variant: pacbayes.init in Jiang et al.'s printed convention, sigma = s^2"),
 ]
 
-#: Every measure in words, for figures and tables (the registered statements are code names).
-MEASURE_WORDS: dict[str, str] = {
-    "measures.n_params": "number of weights",
-    "measures.log_prod_spec": "log product of spectral norms",
-    "measures.log_sum_spec": "log sum of spectral norms",
-    "measures.log_prod_fro": "log product of Frobenius norms",
-    "measures.log_sum_fro": "log sum of Frobenius norms",
-    "measures.dist_init": "distance from initialisation",
-    "measures.param_norm": "squared norm of the weights",
-    "measures.inverse_margin": "inverse squared margin",
-    "measures.log_prod_spec_margin": "log product of spectral norms over margin",
-    "measures.log_sum_spec_margin": "log sum of spectral norms over margin",
-    "measures.log_prod_fro_margin": "log product of Frobenius norms over margin",
-    "measures.log_sum_fro_margin": "log sum of Frobenius norms over margin",
-    "measures.path_norm": "path norm",
-    "measures.path_norm_margin": "path norm over margin",
-    "measures.path_norm_paths": "path norm as a sum over paths",
-    "pacbayes.init": "PAC-Bayes from initialisation",
-    "pacbayes.mag_init": "magnitude-aware PAC-Bayes from initialisation",
-    "pacbayes.flatness": "PAC-Bayes flatness",
-    "pacbayes.mag_flatness": "magnitude-aware PAC-Bayes flatness",
-    "pacbayes.init_jiang": "PAC-Bayes from initialisation, printed noise",
-}
-
 #: Keys of every registered measure, in registration order.
 MEASURE_KEYS: tuple[str, ...] = tuple(s[0] for s in _SPECS)
-assert set(MEASURE_WORDS) == set(MEASURE_KEYS)  # every measure has words
 
 
 def _guarded(fn: Callable[..., BoundValue], key: str) -> Callable[..., BoundValue]:
