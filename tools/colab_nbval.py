@@ -5,10 +5,13 @@ This script checks that those files, exactly as they will be deployed, run from 
 an environment where ``genbounds`` is *not* installed, so that their first cell has to install it:
 
 1. a fresh virtual environment ``_build/colab-env`` (from the same base interpreter as ``.venv``);
-2. the project's pinned third-party packages made visible to it through a ``.pth`` file that
-   points at a directory of links to ``.venv``'s packages, leaving out ``genbounds`` itself (CI
-   has neither the time nor the network to download PyTorch again; Colab has these packages
-   preinstalled);
+2. the packages a fresh Colab runtime has preinstalled (:data:`COLAB_PREINSTALLED`: torch,
+   numpy, pandas, matplotlib, ...) and the test harness (pytest, nbval), each with everything it
+   depends on, made visible through a ``.pth`` file that points at a directory of links to
+   ``.venv``'s copies (CI has no time to download PyTorch again), and **nothing else**: not
+   ``genbounds``, not ``myst-nb``, not ``mlxtend``; what the chapters need beyond Colab's set the
+   set-up cell must install (the package's extras, :data:`colab.NOTEBOOK_EXTRAS`, from the
+   package registry), so a missing declaration fails here as it would on Colab;
 3. ``GENBOUNDS_PIP_SOURCE`` set to a copy of the package source (``pyproject.toml``, ``src/``,
    ``README.md``, ``LICENSE``), so the first cell runs ``pip install --quiet <that copy>``, the
    command it runs in Colab with the repository URL;
@@ -24,16 +27,66 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import colab  # tools/colab.py
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "genbounds"
 SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE")
+#: What a fresh Colab runtime has (its preinstalled scientific stack), by distribution name.
+COLAB_PREINSTALLED = ("torch", "numpy", "scipy", "pandas", "matplotlib", "seaborn", "tqdm",
+                      "psutil", "filelock", "scikit-learn", "ipython", "ipykernel")
+#: What runs the notebooks here (not something a notebook may rely on).
+HARNESS = ("pytest", "nbval")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def closure(site_packages: Path, roots: tuple[str, ...]) -> dict[str, Any]:
+    """The distributions in ``site_packages`` that ``roots`` need (their requirements,
+    transitively, extras left out), by normalised name. ``ValueError`` naming a root that is
+    not installed there."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    dists = {_norm(d.metadata["Name"]): d
+             for d in metadata.distributions(path=[str(site_packages)])}
+    missing = [r for r in roots if _norm(r) not in dists]
+    if missing:
+        raise ValueError(f"roots: not installed in {site_packages}: {missing}")
+    seen: dict[str, Any] = {}
+    todo = [_norm(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in dists:
+            continue
+        seen[name] = dists[name]
+        for req in dists[name].requires or []:
+            r = Requirement(req)
+            if r.marker is not None and not r.marker.evaluate({"extra": ""}):
+                continue
+            todo.append(_norm(r.name))
+    return seen
+
+
+def top_level_entries(dist: Any) -> set[str]:
+    """The names directly under site-packages that a distribution installed (its packages,
+    modules and ``.dist-info``), from its RECORD."""
+    out = set()
+    for f in dist.files or []:
+        parts = Path(str(f)).parts
+        if parts and parts[0] not in ("..", "bin") and not parts[0].endswith(".pth"):
+            out.add(parts[0])
+    return out
 
 
 def _is_own_package(name: str) -> bool:
@@ -46,14 +99,18 @@ def _is_own_package(name: str) -> bool:
     )
 
 
-def link_dependencies(site_packages: Path, target: Path) -> int:
-    """Fill ``target`` with links to everything in ``site_packages`` except this package."""
+def link_dependencies(site_packages: Path, target: Path,
+                      only: set[str] | None = None) -> int:
+    """Fill ``target`` with links to the entries of ``site_packages`` named in ``only`` (all of
+    them when None), never this package."""
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     count = 0
     for entry in sorted(site_packages.iterdir()):
         if _is_own_package(entry.name) or entry.suffix == ".pth":
+            continue
+        if only is not None and entry.name not in only:
             continue
         (target / entry.name).symlink_to(entry)
         count += 1
@@ -93,16 +150,21 @@ def make_env(env_dir: Path, venv_python: Path) -> Path:
             check=True, capture_output=True, text=True,
         ).stdout.strip()
     )
-    n = link_dependencies(Path(site_src), env_dir / "deps")
+    dists = closure(Path(site_src), COLAB_PREINSTALLED + HARNESS)
+    keep = set().union(*(top_level_entries(d) for d in dists.values()))
+    n = link_dependencies(Path(site_src), env_dir / "deps", keep)
     (site / "project-deps.pth").write_text(f"{(env_dir / 'deps').resolve()}\n")
+    absent = (PACKAGE, "myst_nb", "mlxtend")
     probe = subprocess.run(
-        [str(python), "-c", f"import importlib.util as u; print(u.find_spec('{PACKAGE}') is None)"],
+        [str(python), "-c", "import importlib.util as u; "
+         f"print([m for m in {absent!r} if u.find_spec(m) is not None])"],
         check=True, capture_output=True, text=True, cwd=env_dir,
     ).stdout.strip()
-    if probe != "True":
-        raise RuntimeError(f"{PACKAGE} is importable in the fresh environment {env_dir}")
-    print(f"colab_nbval: fresh environment {env_dir} ({n} dependency entries linked, "
-          f"{PACKAGE} not importable)")
+    if probe != "[]":
+        raise RuntimeError(f"importable in the fresh environment {env_dir}: {probe}")
+    print(f"colab_nbval: fresh environment {env_dir}: Colab's preinstalled packages and the "
+          f"test harness ({len(dists)} distributions, {n} entries linked); "
+          f"{', '.join(absent)} not importable: the set-up cell installs them")
     return python
 
 
