@@ -14,19 +14,28 @@ export PYTHONHASHSEED := 0
 
 .PHONY: book test unit check-site colab-test student lab pdf bench results-paper clean
 
-# Installed in two steps: the pure-Python pins first, each checked against its SHA-256 in
-# requirements.lock (tools/lock.py writes it), then the platform-specific wheels (torch, numpy,
-# ...) pinned by version in requirements.txt. pip prints one line per package as it goes.
+# Installed in one hash-checked step: every wheel, platform-specific ones (torch, numpy, ...)
+# included, checked against its SHA-256 in requirements.lock (tools/lock.py writes it from
+# requirements.txt), then the package genbounds (editable, no build isolation: its build
+# backend setuptools is a locked pin too). The stamp is not trusted: before every target,
+# tools/venv_check.py checks $(VENV) against the lock (each package's version, the hash of the
+# wheel it came from, every installed file against its RECORD hash; a few seconds) and a
+# mismatch rebuilds $(VENV) from scratch. pip prints one line per package as it goes.
 PIP := $(BIN)/python -m pip --disable-pip-version-check
-$(STAMP): requirements.txt requirements.lock pyproject.toml
-	@echo "== Setting up $(VENV): $$(grep -c '==' requirements.txt) pinned packages (several minutes on a first run)"
-	$(PYTHON) -m venv $(VENV)
-	@echo "== 1/3 pure-Python packages, hash-checked (requirements.lock)"
-	$(PIP) install --progress-bar off --require-hashes --no-deps -r requirements.lock
-	@echo "== 2/3 the platform-specific packages (requirements.txt)"
-	$(PIP) install --progress-bar off -r requirements.txt
-	@echo "== 3/3 the package genbounds (editable)"
-	$(PIP) install --quiet --no-deps -e .
+.PHONY: venv-check
+venv-check: ;
+$(STAMP): venv-check
+	@rc=0; $(PYTHON) tools/venv_check.py --venv $(VENV) || rc=$$?; \
+	if [ $$rc = 0 ]; then touch $@; exit 0; fi; if [ $$rc != 1 ]; then exit $$rc; fi; \
+	set -ex; \
+	: "== Setting up $(VENV) from requirements.lock (several minutes on a first run)"; \
+	$(PYTHON) -m venv --clear $(VENV); \
+	$(PIP) uninstall --yes --quiet setuptools; \
+	$(PIP) install --progress-bar off --require-hashes --no-deps --only-binary :all: \
+	  --report $(VENV)/.pip-report.json -r requirements.lock; \
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .; \
+	$(PIP) check; \
+	$(PYTHON) tools/venv_check.py --venv $(VENV) --write-manifest $(VENV)/.pip-report.json; \
 	touch $@
 
 # The experiments first (resumable, progress per unit), then the pages; a failure names the

@@ -75,12 +75,18 @@ def test_book_workflow_runs_the_two_commands() -> None:
     assert commands == ["make book", "make test"]
 
 
-def test_venv_cached_by_requirements_hash() -> None:
+def test_venv_cached_by_the_lock_and_torch_from_the_cpu_page_only() -> None:
     job = _load(BOOK)["jobs"]["build-and-test"]
     caches = [s for s in _steps(job) if str(s.get("uses", "")).startswith("actions/cache@")]
     assert len(caches) == 1
     assert caches[0]["with"]["path"] == ".venv"
-    assert "hashFiles('requirements.txt')" in caches[0]["with"]["key"]
+    assert "hashFiles('requirements.lock', 'pyproject.toml')" in caches[0]["with"]["key"]
+    # the cached .venv is checked against the lock by make (tools/venv_check.py); torch's
+    # CPU wheel comes from torch's own page of the CPU index, never from a global extra index
+    envs = [s.get("env", {}) for s in _steps(job)] + [job.get("env", {})]
+    assert not any("PIP_EXTRA_INDEX_URL" in e or "PIP_INDEX_URL" in e for e in envs)
+    links = [e["PIP_FIND_LINKS"] for e in envs if "PIP_FIND_LINKS" in e]
+    assert links == ["https://download.pytorch.org/whl/cpu/torch/"]
 
 
 def test_screenshots_uploaded_even_on_failure() -> None:

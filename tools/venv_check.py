@@ -1,0 +1,228 @@
+"""Check an installed virtual environment against ``requirements.lock`` (``make`` runs it first).
+
+pip checks a wheel's hash only when it downloads and installs it: a package already present in
+a reused or cached ``.venv`` is skipped unchecked. So ``make`` does not trust a stamp file;
+before every target it runs::
+
+    python3 tools/venv_check.py --venv .venv
+
+which exits 0 only if
+
+1. ``requirements.lock`` pins exactly the versions of ``requirements.txt`` (else exit 2: run
+   ``tools/lock.py``);
+2. the environment was installed from this very lock and this ``pyproject.toml``: the install
+   manifest (``.venv/.lock-manifest.json``, written right after the hash-checked install from
+   pip's ``--report``) records their SHA-256;
+3. every installed distribution is a locked pin at its locked version, installed from a wheel
+   whose SHA-256 (from pip's report) is one of the lock's hashes for it, and every locked pin is
+   installed; besides them only pip itself (bundled with Python) and ``genbounds`` (editable,
+   from this checkout) may be present;
+4. every installed file listed in a distribution's ``RECORD`` still has the SHA-256 and size
+   recorded there, and each ``RECORD`` still has the SHA-256 the manifest recorded for it.
+
+Otherwise it exits 1 saying what differs, and ``make`` rebuilds ``.venv`` from the lock. The
+manifest lives inside ``.venv``: the check catches a stale, reused or edited environment, not an
+attacker who rewrites the manifest along with the files.
+
+After an install, ``--write-manifest REPORT`` writes the manifest from pip's report, then checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import lock  # noqa: E402
+
+MANIFEST = ".lock-manifest.json"
+ENTRY = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)"
+                   r"((?:\s*\\\n\s+--hash=sha256:[0-9a-f]{64})+)", re.M)
+#: Present in the environment without being locked: pip (``python -m venv`` installs the copy
+#: bundled with Python) and this project, installed editable.
+UNLOCKED = {"pip", "genbounds"}
+
+
+def parse_lock(path: Path) -> dict[str, tuple[str, set[str]]]:
+    """``{canonical name: (version, hashes)}``; ValueError if a line is not part of an entry."""
+    text = path.read_text()
+    out: dict[str, tuple[str, set[str]]] = {}
+    used = 0
+    for m in ENTRY.finditer(text):
+        hashes = set(re.findall(r"sha256:([0-9a-f]{64})", m.group(3)))
+        out[lock._canonical(m.group(1))] = (m.group(2), hashes)
+        used += m.group(0).count("\n") + 1
+    body = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    if used != len(body):
+        raise ValueError(f"{path}: has lines that are not 'name==version' + '--hash=sha256:' "
+                         f"({len(body) - used} such)")
+    return out
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"{venv}: no single lib/python3*/site-packages")
+    return found[0]
+
+
+def installed(sp: Path) -> dict[str, tuple[str, Path]]:
+    """``{canonical name: (version, dist-info directory)}`` of the distributions in ``sp``."""
+    out = {}
+    for info in sp.glob("*.dist-info"):
+        meta = info / "METADATA"
+        if not meta.is_file():
+            continue
+        head = meta.read_text(errors="replace").split("\n\n", 1)[0]
+        name = re.search(r"^Name:\s*(\S+)", head, re.M)
+        version = re.search(r"^Version:\s*(\S+)", head, re.M)
+        if name and version:
+            out[lock._canonical(name.group(1))] = (version.group(1), info)
+    return out
+
+
+def _record_problems(sp: Path, info: Path) -> list[str]:
+    """Files listed in ``info/RECORD`` whose content differs from the hash recorded there."""
+    problems = []
+    for line in (info / "RECORD").read_text().splitlines():
+        parts = line.rsplit(",", 2)
+        if len(parts) != 3 or not parts[1]:
+            continue  # RECORD itself, .pyc files and INSTALLER-written files carry no hash
+        rel, digest, size = parts
+        algo, _, want = digest.partition("=")
+        path = (sp / rel).resolve()
+        if algo != "sha256":
+            problems.append(f"{info.name}: {rel}: unsupported hash {algo!r}")
+            continue
+        try:
+            if size and path.stat().st_size != int(size):
+                problems.append(f"{info.name}: {rel}: size differs from RECORD")
+                continue
+            h = hashlib.sha256(path.read_bytes()).digest()
+        except OSError:
+            problems.append(f"{info.name}: {rel}: missing")
+            continue
+        if base64.urlsafe_b64encode(h).rstrip(b"=").decode() != want:
+            problems.append(f"{info.name}: {rel}: content differs from RECORD")
+    return problems
+
+
+def write_manifest(venv: Path, report: Path, lock_path: Path, pyproject: Path) -> None:
+    """The install manifest from pip's ``--report``: the wheel hash of each installed pin and
+    the hash of its RECORD, with the hashes of the lock and pyproject it was installed from."""
+    data = json.loads(report.read_text())
+    sp = site_packages(venv)
+    have = installed(sp)
+    dists = {}
+    for item in data["install"]:
+        name = lock._canonical(item["metadata"]["name"])
+        sha = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
+        if name not in have or "sha256" not in sha:
+            continue
+        dists[name] = {"version": item["metadata"]["version"], "wheel_sha256": sha["sha256"],
+                       "record_sha256": sha256_file(have[name][1] / "RECORD")}
+    manifest = {"lock_sha256": sha256_file(lock_path), "pyproject_sha256": sha256_file(pyproject),
+                "dists": dists}
+    (venv / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def check(venv: Path, lock_path: Path, pyproject: Path, *, files: bool = True) -> list[str]:
+    """What differs between ``venv`` and the lock ([] when nothing does)."""
+    if not (venv / "bin" / "python").exists():
+        return [f"{venv}: no environment"]
+    manifest_path = venv / MANIFEST
+    if not manifest_path.is_file():
+        return [f"{manifest_path}: missing (not installed by this Makefile's hash-checked step)"]
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        dists = manifest["dists"]
+        if manifest["lock_sha256"] != sha256_file(lock_path):
+            return [f"{venv} was installed from a different lock than {lock_path}"]
+        if manifest["pyproject_sha256"] != sha256_file(pyproject):
+            return [f"{venv} was installed with a different {pyproject}"]
+    except (ValueError, KeyError, TypeError) as exc:
+        return [f"{manifest_path}: unreadable ({exc})"]
+    locked = parse_lock(lock_path)
+    sp = site_packages(venv)
+    have = installed(sp)
+    problems = [f"{n}: locked but not installed" for n in sorted(set(locked) - set(have))]
+    to_hash = []
+    for name, (version, info) in sorted(have.items()):
+        if name in UNLOCKED:
+            continue
+        if name not in locked:
+            problems.append(f"{name}=={version}: installed but not in the lock")
+            continue
+        want_version, hashes = locked[name]
+        entry = dists.get(name, {})
+        if lock._public(version) != want_version:
+            problems.append(f"{name}: {version} installed, lock pins {want_version}")
+        elif entry.get("wheel_sha256") not in hashes:
+            problems.append(f"{name}=={version}: installed from a wheel whose hash is not "
+                            "in the lock")
+        elif entry.get("record_sha256") != sha256_file(info / "RECORD"):
+            problems.append(f"{name}: its RECORD changed since the install")
+        elif files:
+            to_hash.append(info)
+    if files:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            for found in pool.map(lambda i: _record_problems(sp, i), to_hash):
+                problems += found
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv", type=Path, default=ROOT / ".venv")
+    parser.add_argument("--lock", type=Path, default=ROOT / "requirements.lock")
+    parser.add_argument("--requirements", type=Path, default=ROOT / "requirements.txt")
+    parser.add_argument("--pyproject", type=Path, default=ROOT / "pyproject.toml")
+    parser.add_argument("--write-manifest", type=Path, metavar="REPORT",
+                        help="pip's --report of the install: write the manifest, then check")
+    parser.add_argument("--no-files", action="store_true",
+                        help="skip hashing the installed files (versions and wheels only)")
+    args = parser.parse_args(argv)
+    try:
+        locked = parse_lock(args.lock)
+        pinned = {lock._canonical(n): v for n, v in lock.pins(args.requirements)}
+    except (OSError, ValueError) as exc:
+        print(f"venv_check: {exc}", file=sys.stderr)
+        return 2
+    if pinned != {n: v for n, (v, _) in locked.items()}:
+        diff = sorted(set(pinned.items()) ^ {(n, v) for n, (v, _) in locked.items()})
+        print(f"venv_check: {args.lock.name} does not pin what {args.requirements.name} pins "
+              f"(run tools/lock.py): {diff[:6]}", file=sys.stderr)
+        return 2
+    if args.write_manifest:
+        write_manifest(args.venv, args.write_manifest, args.lock, args.pyproject)
+    problems = check(args.venv, args.lock, args.pyproject, files=not args.no_files)
+    if problems:
+        print(f"venv_check: {args.venv} does not match {args.lock.name}:", file=sys.stderr)
+        for p in problems[:10]:
+            print(f"  {p}", file=sys.stderr)
+        if len(problems) > 10:
+            print(f"  ... and {len(problems) - 10} more", file=sys.stderr)
+        return 1
+    print(f"venv_check: {args.venv} matches {args.lock.name} ({len(locked)} pins, "
+          f"{'files hashed' if not args.no_files else 'files not hashed'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
