@@ -220,6 +220,14 @@ def test_psi_permutation_test_finds_an_informative_measure_and_not_a_shuffled_on
                               "heads": 1.0, "depth": 1.0, "epochs": 10.0, "lr": 0.01,
                               "seed": float(seed), "gap": g})
     gap = np.array([r["gap"] for r in rows_])
+    # Psi of the linear form equals granulated_tau's, also with ties and a constant group
+    from genbounds.stats import granulated_tau
+
+    fac = {f: np.array([r[f] for r in rows_]) for f in ("task", *cmp.FACTORS)}
+    for mu in (rng.normal(size=gap.size), np.round(rng.normal(size=gap.size)),
+               np.where(np.array([r["n"] for r in rows_]) == 50, 1.0, rng.normal(size=gap.size))):
+        got = cmp.psi_permutation_test(rows_, mu, n_permutations=1).Psi
+        assert got == pytest.approx(granulated_tau(mu, gap, fac).overall, abs=1e-12)
     good = cmp.psi_permutation_test(rows_, gap + 0.001 * rng.normal(size=gap.size),
                                     n_permutations=200, seed=1)
     assert good.Psi > 0.5 and good.p_value == pytest.approx(1 / 201)
