@@ -211,10 +211,22 @@ def test_migration_needs_the_recorded_commit_to_reproduce_the_fingerprint() -> N
     assert bad is None and "not that of commit" in why
     bad, why = prov.migrate_record(dict(record, git_commit="f" * 40), modules)
     assert bad is None and "not in this repository" in why
-    # dirty tree, and the declaration now covers a file the old fingerprint did not
-    bad, why = prov.migrate_record(dict(record, git_dirty=True),
+    # dirty tree, the declaration now covers a file the old fingerprint did not, and no
+    # commit after the run brackets it (the record is dated after every commit)
+    bad, why = prov.migrate_record(dict(record, git_dirty=True,
+                                        created_utc="2999-01-01T00:00:00Z"),
                                    modules + ("genbounds.norms",))
     assert bad is None and "dirty" in why
+    # the same record made before HEAD: HEAD is a commit after the run, and the file is the same
+    if prov.code_fingerprint_at(head, ("genbounds.norms",)) == prov.code_fingerprint(
+            ("genbounds.norms",)):
+        early = dict(record, git_dirty=True, created_utc="2000-01-01T00:00:00Z")
+        first = subprocess.run(["git", "rev-list", "--first-parent", "--reverse", "HEAD"],
+                               cwd=REPO, capture_output=True, text=True).stdout.split()[0]
+        ok, why = prov.migrate_record(early, modules + ("genbounds.norms",))
+        assert (ok is not None) == (prov.code_fingerprint_at(
+            first, modules + ("genbounds.norms",)) == prov.code_fingerprint(
+            modules + ("genbounds.norms",))), why
     assert prov.migrate_record(new, modules)[0] is None  # already current
 
 
@@ -252,3 +264,6 @@ def test_revalidation_compares_within_the_stated_tolerance() -> None:
     bad, _ = compare_arrays({"x": np.array([1.0, 2.0, 3.0]), "n": old["n"]}, old, 1e-6, 0.0)
     assert bad == ["x: NaN at other places"]
     assert compare_arrays({"n": old["n"]}, old, 1e-6, 0.0)[0] == ["x: no longer computed"]
+    # a timing is not a result of the code: never compared
+    timed = dict(old, wall_time_s=np.array([3.0]))
+    assert compare_arrays(dict(timed, wall_time_s=np.array([9.0])), timed, 1e-6, 0.0)[0] == []

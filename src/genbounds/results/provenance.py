@@ -574,10 +574,13 @@ def migrate_record(record: dict[str, Any], modules: Sequence[str]
     now. Returns ``(new provenance record, why)``, or ``(None, why not)`` when the record must
     stay as it is. The steps: (1) the record's commit must exist, and its old fingerprint,
     recomputed from that commit's files, must equal the recorded one (so the commit names the
-    code that ran, at least over the files the old fingerprint covered); (2) when the run's
-    tree was dirty, every file declared now must have been covered by the old fingerprint
-    (else git cannot say what ran); (3) the current scheme over the declared files must give
-    the same fingerprint at that commit as now. Then the record is current under the new
+    code that ran, at least over the files the old fingerprint covered); (2) the current
+    scheme over the declared files must give the same fingerprint at that commit as now;
+    (3) when the run's tree was dirty and a file declared now was not covered by the old
+    fingerprint, git cannot say what that file held during the run: it must be the same
+    (current scheme) in the first commit after the run as in the commit before it, or the
+    record stays stale (the record then names both commits: an inference, not a proof: an
+    edit undone before the next commit would escape it). Then the record is current under the new
     scheme: its fingerprint and modules are replaced, and ``migrated`` says from what, how and
     when. Nothing is recomputed.
     """
@@ -593,15 +596,26 @@ def migrate_record(record: dict[str, Any], modules: Sequence[str]
     if then_old != p.code_fingerprint:
         return None, (f"the recorded fingerprint {p.code_fingerprint} is not that of commit "
                       f"{commit[:10]} ({then_old}): the code that ran is not known")
-    if p.git_dirty and not set(module_files(wanted)) <= set(module_files(p.code_modules)):
-        return None, ("the run's tree was dirty and the files declared now are not all "
-                      "covered by the old fingerprint")
     then_new = code_fingerprint_at(commit, wanted)
     now = code_fingerprint(wanted)
     if then_new != now:
         changed = _differing_files(commit, wanted)
         return None, (f"code it runs changed since commit {commit[:10]}: "
                       f"{', '.join(changed) or 'a declared file'}")
+    uncovered = sorted(f.relative_to(PACKAGE_DIR).as_posix() for f in
+                       set(module_files(wanted)) - set(module_files(p.code_modules)))
+    bracket = None
+    if p.git_dirty and uncovered:
+        # what ran in a dirty tree is known for the files the old fingerprint covered (checked
+        # above); for the others, the commits just before and just after the run must agree
+        after = _git("rev-list", "--first-parent", "--reverse", f"--after={p.created_utc}",
+                     "HEAD")
+        after = after.split()[0] if after else None
+        if after is None or code_fingerprint_at(after, wanted) != now:
+            return None, ("the run's tree was dirty, and the files declared now that the old "
+                          f"fingerprint did not cover ({', '.join(uncovered)}) are not the same "
+                          "in the commits before and after the run")
+        bracket = [commit, after]
     new = dict(record)
     new.update(
         code_fingerprint=now,
@@ -612,6 +626,8 @@ def migrate_record(record: dict[str, Any], modules: Sequence[str]
             "method": (f"old fingerprint recomputed at commit {commit[:10]} equals the recorded "
                        f"one; the normalised syntax trees of the declared files at that "
                        f"commit equal those now ({now})"),
+            "uncovered_before": uncovered,
+            "dirty_tree_bracketed_by": bracket,
             "migrated_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "migrated_at_commit": _git("rev-parse", "HEAD") or "unknown",
         },

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import fnmatch
 import json
 import sys
 import time
@@ -52,6 +53,8 @@ DEFAULT_RTOL = 1e-6
 one CPU class; another class or float32 may need more, stated on the command line)."""
 DEFAULT_ATOL_FRAC = 1e-9
 """Default absolute tolerance, as a fraction of the largest stored value of each array."""
+TIMING = ("*wall_time*", "*seconds*", "*_time_s")
+"""Arrays that measure time, not a result of the code (never compared; the record says so)."""
 
 
 def rewrite_provenance(unit: files.Unit, repair: str, provenance: Mapping[str, Any]) -> None:
@@ -92,11 +95,14 @@ def migrate_units(exp: Any, scale: str, store: Any, dry_run: bool = False
 
 
 def compare_arrays(new: Mapping[str, Any], old: Mapping[str, np.ndarray], rtol: float,
-                   atol_frac: float) -> tuple[list[str], float]:
-    """``(problems, largest relative difference)`` of recomputed against stored arrays."""
+                   atol_frac: float, skip: Sequence[str] = TIMING) -> tuple[list[str], float]:
+    """``(problems, largest relative difference)`` of recomputed against stored arrays (those
+    matching a pattern of ``skip``, timings, are not compared)."""
     problems: list[str] = []
     worst = 0.0
     for name, b in old.items():
+        if any(fnmatch.fnmatchcase(name, pat) for pat in skip):
+            continue
         if name not in new:
             problems.append(f"{name}: no longer computed")
             continue
@@ -143,6 +149,7 @@ def revalidate_unit(exp: Any, config: Any, store: Any, rtol: float = DEFAULT_RTO
     arrays = exp.run_unit(config, False)
     wall = time.perf_counter() - t0
     problems, worst = compare_arrays(arrays, record.arrays, rtol, atol_frac)
+    skipped = sorted(n for n in record.arrays if any(fnmatch.fnmatchcase(n, p) for p in TIMING))
     if problems:
         return False, (f"{unit.key}: NOT re-validated ({wall:.1f} s): " + "; ".join(problems[:5])
                        + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""))
@@ -164,12 +171,14 @@ def revalidate_unit(exp: Any, config: Any, store: Any, rtol: float = DEFAULT_RTO
             "rtol": rtol,
             "atol_frac": atol_frac,
             "max_relative_difference": worst,
-            "arrays_compared": len(record.arrays),
+            "arrays_compared": len(record.arrays) - len(skipped),
+            "not_compared": skipped,
             "kept": "the stored arrays (the recomputed ones agree within the tolerance)",
         },
     )
     rewrite_provenance(unit, store.repair_command, prov)
-    return True, (f"{unit.key}: re-validated in {wall:.1f} s, {len(record.arrays)} arrays, "
+    return True, (f"{unit.key}: re-validated in {wall:.1f} s, "
+                  f"{len(record.arrays) - len(skipped)} arrays (timings not compared), "
                   f"largest relative difference {worst:.2g} (rtol {rtol:g})")
 
 
