@@ -317,9 +317,6 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("revalidate", help="carry stored results over to the current code "
                    "fingerprint, or recompute one and compare (see `revalidate --help`)",
                    add_help=False)
-    sub.add_parser("revalidate", help="carry stored results over to the current code "
-                   "fingerprint, or recompute one and compare (see `revalidate --help`)",
-                   add_help=False)
     return p
 
 
@@ -327,10 +324,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "store":
         return _cmd_store(argv[1:])
-    if argv and argv[0] == "revalidate":
-        from genbounds.results.revalidate import main as revalidate_main
-
-        return int(revalidate_main(argv[1:]))
     if argv and argv[0] == "revalidate":
         from genbounds.results.revalidate import main as revalidate_main
 
