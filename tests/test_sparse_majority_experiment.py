@@ -54,7 +54,12 @@ def test_presets() -> None:
 def test_result_arrays(tiny_result: dict[str, np.ndarray]) -> None:
     out = tiny_result
     n = len(TINY.T_values) * TINY.runs_per_T
-    assert all(v.shape == (n,) for k, v in out.items() if not k.startswith("tt_"))
+    arrays = {k: v for k, v in out.items() if isinstance(v, np.ndarray)}
+    assert all(v.shape == (n,) for k, v in arrays.items() if not k.startswith(("tt_", "curve_")))
+    # the fused engine (SGD: the protocol) logs curves at the epochs that matter, float32
+    assert out["curve_loss"].shape == (n, TINY.max_epochs)
+    assert out["curve_loss"].dtype == np.float32
+    assert out["engine"].startswith("fused") and out["precision"].startswith("fp32")
     # the norm table of the view is stored with every run, with the TT adapter's norms
     assert {"model.l1", "model.dist_l2", "layer0.head0.W_QK.spectral", "readout.fro"} <= set(out)
     assert (out["model.dist_l2"] > 0).all()  # training moved every run
@@ -158,6 +163,12 @@ def test_bad_config_raises() -> None:
         SparseMajorityConfig(lr=-1.0)
     with pytest.raises(ValueError, match="config must be"):
         run({"T_values": (20,)})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="device must be .*'bogus'"):
+        SparseMajorityConfig(device="bogus")
+    with pytest.raises(ValueError, match="max_epochs"):
+        SparseMajorityConfig(max_epochs=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        SparseMajorityConfig(batch_size=1.5)  # type: ignore[arg-type]
 
 
 def test_stored_sweep_equals_one_shot_run(tiny_result, tmp_path) -> None:
@@ -165,12 +176,16 @@ def test_stored_sweep_equals_one_shot_run(tiny_result, tmp_path) -> None:
     from genbounds.experiments.sparse_majority import sweep_configs
     from genbounds.results import ResultStore
 
-    assert [c.T_values for c in sweep_configs(TINY)] == [(5,), (8,)]
+    # SGD (the protocol): one unit, every run of every T in one computation; Adam: one per T
+    assert [c.T_values for c in sweep_configs(TINY)] == [(5, 8)]
+    adam = dataclasses.replace(TINY, optimizer="adam", momentum=0.0)
+    assert [c.T_values for c in sweep_configs(adam)] == [(5,), (8,)]
     store = ResultStore(tmp_path, namespace="quick")
     arrays, parts = load_or_run("sparse_majority", "quick", config=TINY, store=store)
-    assert len(parts) == 2 and all(p.fresh for p in parts)
+    assert len(parts) == 1 and all(p.fresh for p in parts)
+    assert parts[0].scalars["engine"].startswith("fused")
     for key, value in tiny_result.items():
-        if key == "group_wall_time_s":
+        if key == "group_wall_time_s" or not isinstance(value, np.ndarray):
             continue
         np.testing.assert_allclose(arrays[key], value, rtol=1e-6, atol=1e-7, err_msg=key)
     again, parts2 = load_or_run("sparse_majority", "quick", config=TINY, store=store)
@@ -185,7 +200,7 @@ def test_cli_reproduce_fills_the_store(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(smj.SparseMajorityConfig, "quick", classmethod(lambda cls: TINY))
     assert main(["reproduce", "--scale", "quick", "--only", "sparse_majority",
                  "--results-dir", str(tmp_path), "--no-progress"]) == 0
-    assert len(list((tmp_path / "quick" / "SparseMajorityConfig").glob("*.json"))) == 2
+    assert len(list((tmp_path / "quick" / "SparseMajorityConfig").glob("*.json"))) == 1
 
 
 def test_a_unit_interrupted_at_a_random_epoch_resumes_to_identical_arrays(tmp_path) -> None:

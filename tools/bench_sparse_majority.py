@@ -23,6 +23,18 @@ Usage::
     .venv/bin/python tools/bench_sparse_majority.py --T 20 --K 50 --repeats 7 --out out.json
     .venv/bin/python tools/bench_sparse_majority.py --table out.json ...   # markdown rows
     .venv/bin/python tools/bench_sparse_majority.py --profile              # torch.profiler
+
+The fused protocol engine (issue #29: every run of every T as one computation,
+:mod:`genbounds.train.fused_protocol`)::
+
+    python tools/bench_sparse_majority.py --fused-check [--device cuda]
+        # small sizes: CUDA graph against eager, a budget-interrupted and resumed run against
+        # the uninterrupted one (bitwise), and against the float64 CPU reference; exit 3 if
+        # the graph disagrees with eager
+    python tools/bench_sparse_majority.py --protocol --epochs 1000 --baseline-epochs 0 \
+        --device cuda --out gpu.json   # paper-scale seconds per epoch, all 50 runs
+    python tools/bench_sparse_majority.py --protocol --epochs 4 --baseline-epochs 2 \
+        --device cpu --threads 1       # the same on a CPU, against today's per-T engine
 """
 
 from __future__ import annotations
@@ -165,6 +177,80 @@ def profile(T: int = 20, K: int = 50, epochs: int = 10, threads: int = 1,
         max_shapes_column_width=60))
 
 
+def _small_config(max_epochs: int = 300, device: str = "cpu") -> Any:
+    from genbounds.experiments.sparse_majority import SparseMajorityConfig
+
+    return SparseMajorityConfig(T_values=(9, 13), runs_per_T=3, n_train=16, n_val=40,
+                                n_test=10, s=1, d=16, heads=2, key_dim=8, lr=0.1, batch_size=8,
+                                max_epochs=max_epochs, device=device)
+
+
+def fused_check(device: str = "auto", epochs: int = 300) -> dict[str, Any]:
+    """The fused engine at small sizes on ``device``: CUDA graph against eager, an interrupted
+    and resumed run against the uninterrupted one, and both against the float64 CPU
+    reference (stopping epochs, kept epochs, kept weights)."""
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    from genbounds.experiments.sparse_majority import fused_groups, fused_settings
+    from genbounds.train import BudgetExhausted, UnitCheckpoint, resolve_device
+    from genbounds.train.fused_protocol import train_fused
+
+    dev = resolve_device(device)
+    cfg = _small_config(epochs, str(dev))
+    g32 = fused_groups(cfg, torch.float32)
+    kw = {"heads": cfg.heads, "key_dim": cfg.key_dim}
+
+    def go(graphs: bool, ckpt: Any = False, dtype: torch.dtype = torch.float32,
+           where: str = str(dev)) -> Any:
+        groups = g32 if dtype == torch.float32 else fused_groups(cfg, dtype)
+        st = fused_settings(cfg, sync_every=50, cuda_graphs=graphs, device=where)
+        return train_fused(groups, st, dtype=dtype, checkpoint=ckpt, **kw)
+
+    out: dict[str, Any] = {"device": str(dev), "epochs": epochs}
+    t0 = time.perf_counter()
+    ref = go(False, dtype=torch.float64, where="cpu")
+    eager = go(False)
+    graph = go(True)
+    out["seconds"] = time.perf_counter() - t0
+    # interrupted after its first read-back, then resumed from the file
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "unit.pt"
+        first = UnitCheckpoint(path, deadline=time.monotonic(), every_s=0.0)
+        try:
+            go(True, first)
+            out["interrupted"] = False
+        except BudgetExhausted as exc:
+            out["interrupted"] = True
+            out["interrupted_at_epoch"] = exc.epoch
+        resumed = go(True, UnitCheckpoint(path, every_s=1e9))
+
+    def diff(a: Any, b: Any) -> dict[str, Any]:
+        w = max(float((a.best_state[n].double() - b.best_state[n].double()).abs().max())
+                for n in a.best_state)
+        return {"same_stops": bool((a.stopped_epoch == b.stopped_epoch).all()),
+                "same_kept_epochs": bool((a.best_epoch == b.best_epoch).all()),
+                "same_reached": bool((a.reached_train_accuracy
+                                      == b.reached_train_accuracy).all()),
+                "max_weight_diff": w}
+
+    out["graph_vs_eager"] = diff(graph, eager)
+    out["resumed_vs_uninterrupted"] = diff(resumed, graph)
+    out["resumed_bitwise"] = all(torch.equal(resumed.best_state[n], graph.best_state[n])
+                                 for n in graph.best_state) and bool(
+        np.array_equal(resumed.curves["val_loss"], graph.curves["val_loss"], equal_nan=True))
+    out["fp32_vs_fp64_cpu"] = diff(eager, ref)
+    out["graphs_ran"] = graph.graphs
+    out["stopped_epoch"] = graph.stopped_epoch.tolist()
+    out["reached"] = graph.reached_train_accuracy.tolist()
+    g = out["graph_vs_eager"]
+    out["graph_ok"] = bool(g["same_stops"] and g["same_kept_epochs"]
+                           and g["max_weight_diff"] < 1e-4)
+    return out
+
+
 def table(paths: list[str]) -> str:
     """Markdown rows (label = file name) of saved measurements: the numbers as measured."""
     lines = ["| run | T | K | started (UTC) | load before → after | plain | engine | "
@@ -195,7 +281,40 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the torch.profiler table of 10 engine epochs and exit")
     ap.add_argument("--table", nargs="+", default=None,
                     help="print saved --out files as markdown rows and exit")
+    ap.add_argument("--fused-check", action="store_true",
+                    help="check the fused engine at small sizes on --device (see above)")
+    ap.add_argument("--protocol", action="store_true",
+                    help="seconds per epoch of the whole protocol, fused against per-T")
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--baseline-epochs", type=int, default=2)
+    ap.add_argument("--sync-every", type=int, default=None)
+    ap.add_argument("--no-graphs", action="store_true")
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args(argv)
+    if a.fused_check or a.protocol:
+        torch.set_num_threads(a.threads)
+        if a.fused_check:
+            res = fused_check(a.device)
+            print(json.dumps(res, indent=1))
+        else:
+            from genbounds.bench import bench_protocol
+
+            res = bench_protocol(a.epochs, a.baseline_epochs, a.device, a.sync_every,
+                                 not a.no_graphs)
+            print(f"protocol ({res['runs']} runs, n_val {res['n_val']}) on {res['device']} "
+                  f"({res['device_name']}, torch {res['torch']}, {res['threads']} thread(s)): "
+                  f"fused {res['fused_s_per_epoch'] * 1e3:.2f} ms per epoch "
+                  f"(graphs {res['fused_graphs']}, {res['fused_precision']}, {res['epochs']} "
+                  f"epochs, read back every {res['sync_every']})")
+            if "ensemble_s_per_epoch" in res:
+                print(f"today's engine (per-T ensembles, same process): "
+                      f"{res['ensemble_s_per_epoch'] * 1e3:.1f} ms per epoch; fused is "
+                      f"{res['speedup']:.2f}x faster")
+            print(json.dumps(res))
+        if a.out:
+            with open(a.out, "w") as fh:
+                json.dump(res, fh, indent=1)
+        return 3 if a.fused_check and not res["graph_ok"] else 0
     if a.table:
         print(table(a.table))
         return 0

@@ -87,7 +87,8 @@ from genbounds.train import (
 from genbounds.validation import check_int
 
 __all__ = [
-    "PlainSparseMajorityMHA", "SECTIONS", "bench_epoch", "bench_notebooks", "bench_roofline",
+    "PlainSparseMajorityMHA", "SECTIONS", "bench_epoch", "bench_notebooks", "bench_protocol",
+    "bench_roofline",
     "bench_svd", "main", "measure_epochs_to_fit", "run_benchmark",
 ]
 
@@ -450,6 +451,95 @@ def measure_epochs_to_fit(T: int, runs: int = 4, n_val: int = 200, max_epochs: i
         "left_plateau": [int(np.argmax(a > 0.6)) if (a > 0.6).any() else None for a in acc],
         "final_running_accuracy": [float(a[~np.isnan(a)][-1]) for a in acc],
     }
+
+
+def bench_protocol(epochs: int = 4, baseline_epochs: int = 2, device: str = "cpu",
+                   sync_every: int | None = None, cuda_graphs: bool = True,
+                   T_values: Sequence[int] | None = None, runs: int = 5,
+                   n_val: int = 10_000) -> dict[str, Any]:
+    """Seconds per epoch of the WHOLE protocol (every run of every T; 50 runs at paper scale)
+    with the fused engine against today's per-T ensembles, measured in the same process.
+
+    * ``fused``: :func:`genbounds.train.fused_protocol.train_fused` on the paper preset
+      (``epochs`` epochs, read back every ``sync_every``; default ``epochs // 2``, so at least
+      two blocks), the median over blocks of the block's seconds per epoch, the first block
+      excluded when there are three or more (on CUDA it holds the graph's first replay);
+      set-up (data, capture) is not counted.
+    * ``ensemble``: :func:`genbounds.experiments.sparse_majority.train_group` (today's engine,
+      one ensemble of ``runs`` models per T) for every T: the marginal cost of
+      ``baseline_epochs`` epochs (a call of ``1 + baseline_epochs`` epochs minus a call of
+      one), summed over the T. ``baseline_epochs = 0`` skips it.
+
+    Both train the same runs from the same seeds with the paper's SGD; no run stops within a
+    few epochs (the protocol's models stay on their plateau for thousands), so all runs are
+    live in both.
+    """
+    import dataclasses
+
+    from genbounds.experiments.sparse_majority import (
+        SparseMajorityConfig,
+        fused_groups,
+        fused_settings,
+        train_group,
+    )
+    from genbounds.train.fused_protocol import train_fused
+
+    check_int(epochs, "epochs")
+    if not isinstance(baseline_epochs, int) or baseline_epochs < 0:
+        raise ValueError(f"baseline_epochs must be an integer >= 0, got {baseline_epochs!r}")
+    dev = resolve_device(device)
+    base = SparseMajorityConfig.paper(device=str(dev))
+    cfg = dataclasses.replace(base, T_values=tuple(T_values or base.T_values), runs_per_T=runs,
+                              n_val=n_val, max_epochs=epochs)
+    sync = max(1, epochs // 2) if sync_every is None else sync_every
+    load = _load()
+    t0 = time.perf_counter()
+    groups = fused_groups(cfg)
+    setup_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fr = train_fused(groups, fused_settings(cfg, sync_every=sync, cuda_graphs=cuda_graphs),
+                     heads=cfg.heads, key_dim=cfg.key_dim, checkpoint=False)
+    fused_total = time.perf_counter() - t0
+    blocks = [sec / n for n, _, sec in fr.epoch_seconds]
+    use = blocks[1:] if len(blocks) >= 3 else blocks
+    out: dict[str, Any] = {
+        "device": str(dev), "device_name": (torch.cuda.get_device_name(dev)
+                                            if dev.type == "cuda" else _cpu_name()),
+        "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "T_values": list(cfg.T_values), "runs_per_T": runs, "n_val": n_val,
+        "runs": len(cfg.T_values) * runs, "epochs": epochs, "sync_every": sync,
+        "fused_graphs": fr.graphs, "fused_precision": fr.precision,
+        "fused_s_per_epoch": float(np.median(use)), "fused_block_s_per_epoch": blocks,
+        "fused_setup_s": setup_s, "fused_total_s": fused_total, "load_before": load,
+    }
+    if baseline_epochs:
+        per_T = {}
+        for T in cfg.T_values:
+            one = dataclasses.replace(cfg, T_values=(T,), max_epochs=1)
+            more = dataclasses.replace(one, max_epochs=1 + baseline_epochs)
+            t0 = time.perf_counter()
+            train_group(one, T)
+            t1 = time.perf_counter()
+            train_group(more, T)
+            t2 = time.perf_counter()
+            per_T[int(T)] = max(0.0, ((t2 - t1) - (t1 - t0)) / baseline_epochs)
+        out["ensemble_s_per_epoch_by_T"] = per_T
+        out["ensemble_s_per_epoch"] = float(sum(per_T.values()))
+        out["baseline_epochs"] = baseline_epochs
+        out["speedup"] = out["ensemble_s_per_epoch"] / out["fused_s_per_epoch"]
+    out["load_after"] = _load()
+    return out
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:  # pragma: no cover
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _check_benchmark_args(sections: Sequence[str], T_values: Sequence[int],

@@ -11,15 +11,19 @@ with floor 0.001, Keras' binary cross-entropy on the two logits against one-hot 
 at the end of the first epoch whose (running, Keras-style) training accuracy is 1.0, keep the
 weights of the epoch with the lowest validation loss.
 
-All runs of one ``T`` are trained as one batched ensemble (:func:`genbounds.train.train_ensemble`
-with ``K = runs_per_T``), each with its own data, initialisation, minibatch order and stopping
-epoch. The model reads bits and assembles its tokens from the data set's embedding and
-positional tables (exact; :meth:`~genbounds.models.SparseMajorityMHA.set_token_tables`), so no
-``(n, T + 1, d)`` token tensor is built, not even for the 10,000 validation samples. Runs of
-different ``T`` are *not* padded into one ensemble: padding ``T = 20`` to ``T = 200`` multiplies
-that run's sequence-length-dependent work by ten and needs key masks and a per-model [CLS]
-position, while the per-``T`` ensembles are exact as they stand and already share each step's
-fixed overhead among the runs.
+Engines. With the protocol's SGD (the ``paper()`` preset) every run of every ``T`` (50 runs)
+is trained as ONE computation by :func:`genbounds.train.fused_protocol.train_fused`
+(:func:`train_fused_protocol`): the [CLS]-only attention written as one product of a sample's
+bit indicators with a per-run table, each run's stopping and kept-weights rules as masks, a
+stopped run removed from the computation at the next read-back, a whole epoch captured in a
+CUDA graph on a GPU, TF32 off. It gives the per-``T`` engine's numbers to floating-point
+tolerance (tested in float64, stopping and kept epochs included). The store keeps the whole
+protocol as one unit. With Adam (the ``quick()`` preset) all runs of one ``T`` are trained as
+one batched ensemble (:func:`genbounds.train.train_ensemble` with ``K = runs_per_T``), each with
+its own data, initialisation, minibatch order and stopping epoch; the model reads bits and
+assembles its tokens from the data set's embedding and positional tables (exact;
+:meth:`~genbounds.models.SparseMajorityMHA.set_token_tables`), so no ``(n, T + 1, d)`` token
+tensor is built; one unit per ``T``.
 
 Seeds: run ``r`` at length ``T`` draws three 32-bit seeds from
 ``numpy.random.SeedSequence([config.seed, T, r])``: data, model initialisation and minibatch
@@ -67,21 +71,39 @@ ordered by ``T`` then run), all at the kept weights:
 * ``group_wall_time_s``: wall-clock seconds of the ensemble (all runs of that ``T``), the time
   spent before an interruption included.
 
-Interrupted units (``reproduce --budget-minutes``). A unit (one ``T``) run under
+* with the fused engine: ``selected_val_loss`` (the validation loss that selected the kept
+  epoch, as computed during training), ``curve_epoch`` and ``curve_loss``, ``curve_accuracy``
+  (running, Keras), ``curve_val_loss``, ``curve_val_accuracy``, ``curve_lr``: ``(runs, P)``
+  float32 at the epochs that matter (:func:`genbounds.train.fused_protocol.curve_epochs`),
+  NaN after a run stopped; and the scalars ``engine``, ``precision`` (``"fp32 (TF32 off)"`` on
+  CUDA), ``cuda_graphs``, ``device_class`` (GPU name and CUDA version, or CPU model and the
+  instruction set torch dispatches to), ``torch_build``, ``epochs_run``,
+  ``seconds_per_epoch_first_block``.
+
+Interrupted units (``reproduce --budget-minutes``). A unit run under
 :func:`genbounds.train.unit_checkpoint` is one stage of the unit checkpoint: when the budget is
-spent, the training saves its state at the end of an epoch and raises
-:class:`genbounds.train.BudgetExhausted`; run again, it resumes at that epoch and every stored
-array is bitwise what the uninterrupted unit stores on the same device (CPU: tested in
-``tests/test_sparse_majority_experiment.py``). Everything else the unit computes (data, held-out
-set, norms) is a deterministic function of the seeds and the kept weights, so it needs no state.
+spent, the training saves its state at a read-back (fused engine: every
+``GENBOUNDS_FUSED_SYNC`` epochs, 200 on CUDA, 5 on a CPU) or at the end of an epoch (per-``T``
+engine) and raises :class:`genbounds.train.BudgetExhausted`; run again, it resumes there and
+every stored array is bitwise what the uninterrupted unit stores on the same device class
+(CPU: tested in ``tests/test_sparse_majority_experiment.py`` and
+``tests/test_sparse_majority_fused.py``). The fused engine's checkpoint does not grow with the
+epochs (weights, momentum and kept weights of the live runs, kept weights of the stopped ones;
+its curves beside it in ``<checkpoint>.curves.npz``): to resume on a fresh clone, commit it where
+the store reads it (``git add -f results/.checkpoints/paper/SparseMajorityConfig/``).
+Everything else the unit computes (data, held-out set, norms) is a deterministic function of
+the seeds and the kept weights, so it needs no state.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import platform
+import sys
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -102,6 +124,13 @@ from genbounds.train import (
     evaluate_ensemble,
     resolve_device,
     train_ensemble,
+)
+from genbounds.train.fused_protocol import (
+    PARAM_NAMES,
+    FusedGroup,
+    FusedResult,
+    FusedSettings,
+    train_fused,
 )
 
 __all__ = [
@@ -188,6 +217,10 @@ class SparseMajorityConfig:
             raise ValueError(f"s must be odd (strict majority), got {self.s}")
         if self.optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
+        if not isinstance(self.device, str) or not (
+                self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got "
+                             f"{self.device!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         # the remaining fields are validated by TrainConfig
@@ -321,6 +354,59 @@ def evaluate_heldout(
             "test_seed": np.array(seeds, dtype=np.int64)}
 
 
+def fused_settings(config: SparseMajorityConfig, **overrides: Any) -> FusedSettings:
+    """The protocol's rules for :func:`genbounds.train.fused_protocol.train_fused` (SGD with
+    Keras momentum only); ``overrides`` set the execution knobs (``sync_every``,
+    ``cuda_graphs``, ``eval_chunk``, ``device``)."""
+    if config.optimizer != "sgd":
+        raise ValueError(f"the fused engine runs the protocol's SGD; optimizer is "
+                         f"{config.optimizer!r}")
+    base = dict(lr=config.lr, momentum=config.momentum, lr_decay=config.lr_decay,
+                lr_floor=config.lr_floor, batch_size=config.batch_size,
+                max_epochs=config.max_epochs, device=config.device)
+    base.update(overrides)
+    return FusedSettings(**base)  # type: ignore[arg-type]
+
+
+def fused_groups(config: SparseMajorityConfig,
+                 dtype: torch.dtype = torch.float32) -> list[FusedGroup]:
+    """The runs of every ``T`` as :class:`~genbounds.train.fused_protocol.FusedGroup`: the
+    same data, initial weights and shuffling seeds as :func:`train_group` uses."""
+    groups = []
+    K = config.runs_per_T
+    for T in config.T_values:
+        seeds = [run_seeds(config, T, r) for r in range(K)]
+        batch = make_sparse_majority_batch(
+            T, [s[0] for s in seeds], n_train=config.n_train, n_val=config.n_val, s=config.s,
+            d=config.d, dtype=dtype, device="cpu", val_tokens=False)
+        model = SparseMajorityMHA(d=config.d, heads=config.heads, key_dim=config.key_dim,
+                                  n_models=K, seeds=[s[1] for s in seeds], cls_index=-1,
+                                  dtype=dtype)
+        params = dict(model.named_parameters())
+        groups.append(FusedGroup(
+            T=int(T), bits_train=batch.bits_train.numpy().astype(np.int8),
+            y_train=batch.y_train.numpy(), bits_val=batch.bits_val.numpy().astype(np.int8),
+            y_val=batch.y_val.numpy(), bit_embeddings=batch.bit_embeddings.numpy(),
+            cls_embedding=batch.cls_embeddings.numpy(), positional=batch.positional.numpy(),
+            params={n: params[n].detach().numpy().copy() for n in PARAM_NAMES},
+            shuffle_seeds=tuple(s[2] for s in seeds)))
+    return groups
+
+
+def train_fused_protocol(
+    config: SparseMajorityConfig, dtype: torch.dtype = torch.float32, **knobs: Any
+) -> FusedResult:
+    """Every run of ``config`` (all ``T``) trained as one computation
+    (:func:`genbounds.train.fused_protocol.train_fused`); ``knobs`` as in
+    :func:`fused_settings`."""
+    if not isinstance(config, SparseMajorityConfig):
+        raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
+    progress = knobs.pop("progress", None)
+    settings = fused_settings(config, **knobs)
+    return train_fused(fused_groups(config, dtype), settings, heads=config.heads,
+                       key_dim=config.key_dim, dtype=dtype, progress=progress)
+
+
 def _token_norm_bounds(batch: SparseMajorityBatch) -> tuple[np.ndarray, np.ndarray]:
     """Largest l1 and l2 norm of any token row of each run's data (float64)."""
     rows = [torch.as_tensor(ds.possible_tokens()) for ds in batch.datasets]
@@ -365,18 +451,170 @@ def train_group(
     return res, model, batch
 
 
-def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.ndarray]:
+def _env_knobs() -> dict[str, Any]:
+    """Execution knobs of the fused engine from the environment (never part of a result's
+    key: they change when numbers are read back, not the numbers):
+    ``GENBOUNDS_FUSED_SYNC`` (epochs between read-backs, default 200 on CUDA, 5 on a CPU,
+    where an epoch of the paper preset takes seconds) and
+    ``GENBOUNDS_FUSED_GRAPHS`` (``0`` turns CUDA graphs off)."""
+    knobs: dict[str, Any] = {}
+    sync = os.environ.get("GENBOUNDS_FUSED_SYNC")
+    if sync:
+        try:
+            knobs["sync_every"] = int(sync)
+        except ValueError:
+            raise ValueError(f"GENBOUNDS_FUSED_SYNC must be an integer >= 1, got {sync!r}") \
+                from None
+    graphs = os.environ.get("GENBOUNDS_FUSED_GRAPHS")
+    if graphs is not None:
+        if graphs not in ("0", "1"):
+            raise ValueError(f"GENBOUNDS_FUSED_GRAPHS must be 0 or 1, got {graphs!r}")
+        knobs["cuda_graphs"] = graphs == "1"
+    return knobs
+
+
+def device_class(device: torch.device) -> str:
+    """The class of machine a bitwise claim holds for: the GPU's name, or the CPU's model and
+    the instruction set torch dispatches to (``ATEN_CPU_CAPABILITY`` when set)."""
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
+    cap = os.environ.get("ATEN_CPU_CAPABILITY") or torch.backends.cpu.get_cpu_capability()
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:  # pragma: no cover
+        pass
+    return f"{model} ({cap})"
+
+
+def _run_fused(config: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
+    """:func:`run` with every run of every ``T`` trained as one computation."""
+    K = config.runs_per_T
+    device = resolve_device(config.device)
+    dtype = torch.float32
+    t0 = time.perf_counter()
+    bar = None
+    knobs = _env_knobs()
+    knobs.setdefault("sync_every", 200 if device.type == "cuda" else 5)
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.max_epochs, desc="epochs (all runs)", leave=False)
+
+        def tick(epoch: int, total: int, live: int) -> None:
+            assert bar is not None
+            bar.update(epoch - bar.n)
+            bar.set_postfix(live=live)
+
+        knobs["progress"] = tick
+    else:  # a line on stderr about every 30 s (the logs of a budgeted GPU run)
+        last = [time.perf_counter()]
+
+        def log(epoch: int, total: int, live: int) -> None:
+            now = time.perf_counter()
+            if now - last[0] >= 30.0 or live == 0 or epoch >= total:
+                last[0] = now
+                print(f"sparse_majority (fused): epoch {epoch} of {total}, {live} runs live, "
+                      f"{now - t0:.0f} s", file=sys.stderr, flush=True)
+
+        knobs["progress"] = log
+    try:
+        fr = train_fused_protocol(config, dtype=dtype, **knobs)
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = max(time.perf_counter() - t0, fr.wall_time_s)
+    rows: dict[str, list[np.ndarray]] = {}
+
+    def add(key: str, values: np.ndarray) -> None:
+        rows.setdefault(key, []).append(np.asarray(values))
+
+    cfg = train_config(config)
+    for gi, T in enumerate(config.T_values):
+        sl = slice(gi * K, (gi + 1) * K)
+        seeds = [run_seeds(config, T, r) for r in range(K)]
+        batch = make_sparse_majority_batch(
+            T, [s[0] for s in seeds], n_train=config.n_train, n_val=config.n_val, s=config.s,
+            d=config.d, dtype=dtype, device=device, val_tokens=False)
+        model = SparseMajorityMHA(d=config.d, heads=config.heads, key_dim=config.key_dim,
+                                  n_models=K, seeds=[s[1] for s in seeds], cls_index=-1,
+                                  dtype=dtype)
+        initial = {n: p.detach().clone() for n, p in model.named_parameters()}
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                p.copy_(fr.best_state[n][sl])
+        model.to(device)
+        model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
+        add("T", np.full(K, T, dtype=np.int64))
+        add("run", np.arange(K, dtype=np.int64))
+        add("data_seed", np.array([s[0] for s in seeds], dtype=np.int64))
+        add("model_seed", np.array([s[1] for s in seeds], dtype=np.int64))
+        add("shuffle_seed", np.array([s[2] for s in seeds], dtype=np.int64))
+        for split, bits, y in (("train", batch.bits_train, batch.y_train),
+                               ("val", batch.bits_val, batch.y_val)):
+            ev = evaluate_ensemble(model, bits.to(dtype), y, loss="bce_logits_onehot",
+                                   batch_size=cfg.eval_batch_size, device=config.device)
+            add(f"{split}_loss", ev["loss"])
+            add(f"{split}_accuracy", ev["accuracy"])
+        for key, val in evaluate_heldout(config, T, model, batch).items():
+            add(key, val)
+        add("best_epoch", fr.best_epoch[sl])
+        add("stopped_epoch", fr.stopped_epoch[sl])
+        add("epochs_trained", fr.stopped_epoch[sl] + 1)
+        add("reached_perfect_train", fr.reached_train_accuracy[sl])
+        add("selected_val_loss", fr.best_val_loss[sl])
+        model.cpu()
+        view = model.view(initial_state=initial)
+        for key, val in norm_table(view, extra={"tt": tt_norms(view)}).items():
+            add(key, val)
+        for key, mat in tt_correspondence(view, augment_bias=True).items():
+            add(f"tt_{key}", mat.detach().cpu().to(torch.float32).numpy())
+        l1, l2 = _token_norm_bounds(batch)
+        add("B_x_l1", l1)
+        add("B_x_l2", l2)
+        add("B_x_aug_l1", l1 + 1.0)
+        add("B_x_aug_l2", np.sqrt(l2**2 + 1.0))
+        add("group_wall_time_s", np.full(K, wall))
+        add("curve_epoch", np.broadcast_to(fr.curve_epoch, (K, len(fr.curve_epoch))))
+        for key, val in fr.curves.items():
+            add(f"curve_{key}", val[sl])
+    out: dict[str, Any] = {k: np.concatenate(v) for k, v in rows.items()}
+    secs = [s / n for n, _, s in fr.epoch_seconds]
+    out.update({
+        "engine": "fused: all runs of all T as one computation (train_fused)",
+        "precision": fr.precision, "cuda_graphs": bool(fr.graphs),
+        "device_class": device_class(device),
+        "torch_build": f"{torch.__version__} (CUDA {torch.version.cuda})",
+        "seconds_per_epoch_first_block": float(secs[0]) if secs else float("nan"),
+        "epochs_run": int(fr.epochs_run),
+    })
+    if not secs:
+        del out["seconds_per_epoch_first_block"]
+    return out
+
+
+def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, Any]:
     """Run the sweep and return one entry per run (see the module docstring for the keys).
+
+    With the protocol's SGD (the paper preset) every run of every ``T`` is trained as one
+    computation (:func:`train_fused_protocol`); with Adam (the quick preset) one ensemble per
+    ``T`` (:func:`train_group`).
 
     Parameters
     ----------
     config:
         The sweep; :meth:`SparseMajorityConfig.quick` or :meth:`SparseMajorityConfig.paper`.
     progress:
-        Show a progress bar per ``T``.
+        Show a progress bar (per ``T``, or over the epochs of the fused computation).
     """
     if not isinstance(config, SparseMajorityConfig):
         raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
+    if config.optimizer == "sgd":
+        return _run_fused(config, progress)
     K = config.runs_per_T
     rows: dict[str, list[np.ndarray]] = {}
 
@@ -422,17 +660,22 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, np.nd
 
 
 def sweep_configs(config: SparseMajorityConfig) -> list[SparseMajorityConfig]:
-    """One config per sequence length: the unit that the results store keeps and resumes.
+    """The units that the results store keeps and resumes.
 
-    Run ``r`` at length ``T`` draws its seeds from ``(config.seed, T, r)`` only, so running the
-    per-length configs one by one gives exactly the runs of ``run(config)``.
+    With the protocol's SGD (the paper preset) ONE unit: every run of every ``T`` is one
+    computation (:func:`train_fused_protocol`), resumable at any read-back under
+    ``reproduce --budget-minutes``. With Adam (the quick preset) one config per sequence
+    length. Run ``r`` at length ``T`` draws its seeds from ``(config.seed, T, r)`` only, so the
+    runs are the same either way.
     """
     if not isinstance(config, SparseMajorityConfig):
         raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
+    if config.optimizer == "sgd":
+        return [config]
     return [dataclasses.replace(config, T_values=(int(T),)) for T in config.T_values]
 
 
-def _run_unit(unit: SparseMajorityConfig, progress: bool) -> dict[str, np.ndarray]:
+def _run_unit(unit: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
     return run(unit, progress=progress)
 
 
@@ -445,6 +688,7 @@ EXPERIMENT = register_experiment(Experiment(
                           else SparseMajorityConfig.quick()),
     units=sweep_configs,
     run_unit=_run_unit,
-    resumable=True,  # one train_ensemble call per unit: an engine stage of the unit checkpoint
+    resumable=True,  # one engine call per unit: a stage of the unit checkpoint
+    nonfinite=("curve_*",),  # training curves are NaN after a run stopped
     code=code_of("sparse_majority"),
 ))

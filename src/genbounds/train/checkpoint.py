@@ -144,10 +144,18 @@ class UnitCheckpoint:
         self._last_save = time.monotonic()
 
     def clear(self) -> None:
-        """Remove the checkpoint (the unit's result is stored)."""
+        """Remove the checkpoint (the unit's result is stored), and the companion files a
+        stage keeps beside it (``<checkpoint>.curves.npz`` of the fused sparse-majority
+        engine: :meth:`companion`)."""
         self.path.unlink(missing_ok=True)
+        self.companion("curves.npz").unlink(missing_ok=True)
         self._data = None
         self._next = 0
+
+    def companion(self, suffix: str) -> Path:
+        """``<checkpoint>.<suffix>``: a file a stage keeps beside the checkpoint (curves, for
+        instance), removed with it by :meth:`clear`."""
+        return self.path.with_name(f"{self.path.name}.{suffix}")
 
     def out_of_time(self) -> bool:
         """True once the deadline has passed."""

@@ -1,0 +1,793 @@
+"""The sparse-majority protocol's runs, all of them, as ONE computation (issue #29).
+
+:func:`train_fused` trains every run of Trauger & Tewari's protocol (all sequence lengths T,
+all runs per T: 50 runs at paper scale) at once on one device, with the authors' rules for
+each run, and gives the numbers of the per-T ensemble engine
+(:func:`genbounds.train.train_ensemble` on :class:`genbounds.models.SparseMajorityMHA`) to
+floating-point tolerance (tested in float64 over hundreds of epochs, stopping and the kept
+epoch included: ``tests/test_sparse_majority_fused.py``).
+
+The computation
+---------------
+Only the [CLS] row reaches the output, and every token is a position row plus a bit row, so
+for run ``r``, head ``h`` and a sample with bits ``b``:
+
+* the [CLS] query is the same for all samples; the attention logit of token ``j < T`` is
+  ``A_j + C_{b_j}`` (``A_j = P_j W^K q + q.b^K``: per position; ``C_v = e_v W^K q``: per bit
+  value) and that of the [CLS] token a constant;
+* with ``alpha_j = exp(A_j - max A)`` and ``gamma_v = exp(C_v + max A - m)`` (``m`` a common
+  shift, so no exponent is positive), the softmax weight of token ``j`` is proportional to
+  ``gamma_{b_j} alpha_j``, and the attended value row, after the value and output projections
+  ``M_j = ((P_j W^V + b^V) W^O)``, ``M_{e_v} = e_v W^V W^O``, is
+
+  ``sum_j w_j (M_j + M_{e_{b_j}}) + w_cls M_cls``, normaliser ``sum_j w_j + w_cls``:
+
+  both are ONE matrix product of the sample's indicators ``[b, 1 - b]`` (``2T`` columns) with
+  a ``2T x heads (d + 1)`` matrix built once per step from the weights
+  (rows ``gamma_1 alpha_j [M_j + M_{e_1}, 1]`` and ``gamma_0 alpha_j [M_j + M_{e_0}, 1]``).
+  Every term of the normaliser is positive (no cancellation), and the products are those of
+  the attention layer reassociated: exact algebra, other rounding.
+* then ReLU, the dense layer and the 2-logit head on that one row; Keras' binary
+  cross-entropy against one-hot labels; accuracy by ``argmax`` (ties to class 0).
+
+Runs of different T are stacked with the sequence padded to the largest live T (zero
+indicators and zero weights in the padding: nothing to mask downstream); the validation
+product, which is most of an epoch's arithmetic, is computed per T (no padding cost).
+
+Rules as masks
+--------------
+Every run keeps an ``active`` flag on the device. An update is ``torch.where(active, new,
+old)`` (a stopped run's parameters keep their bits); after the epoch's validation a run's kept
+weights, best validation loss and kept epoch move where ``active & (val_loss < best)``
+(strict: the first of tied epochs wins, Keras' ``ModelCheckpoint``); a run stops at the end of
+the first epoch whose running (Keras) training accuracy is 1.0 (all ``n_train`` forward passes
+of the epoch correct, with the weights before each batch's update), and at ``max_epochs``.
+Nothing is read back to the host inside an epoch: the host reads the flags every
+``sync_every`` epochs, and then *compacts*: runs that stopped leave the computation (their kept
+weights and records move to the host), so a stopped run costs nothing afterwards. The
+compaction is a deterministic function of the state at a read-back, so an interrupted and
+resumed computation makes the same choices.
+
+On CUDA an epoch (three SGD steps with their backward passes, the learning rate read from a
+device tensor, validation, the kept-weights update, the stop masks and the epoch's metrics)
+is captured once in a CUDA graph (warm-up on a side stream, state restored after capture) and
+replayed; the minibatch orders of a block of epochs are drawn on the host (the authors'
+semantics: one fresh permutation per run and epoch, from the run's own generator, as
+:func:`~genbounds.train.train_ensemble` draws them) and copied to the device before the block.
+TF32 is switched off for the whole computation and restored afterwards (fp32 throughout:
+``precision`` in the result). On CPU the same epoch function runs without graphs.
+
+Checkpoints
+-----------
+Under a :class:`~genbounds.train.checkpoint.UnitCheckpoint` (``reproduce --budget-minutes``) the
+computation is one stage; at read-backs it saves what a resume needs and nothing more: for a
+live run its weights, momentum, kept weights and generator state; for a stopped run its kept
+weights; the records (float64 best loss, epochs, flags) of all runs. The size does not depend on
+the number of epochs (about 450 KB per live run, 150 KB per stopped run at paper scale in
+float32). Training curves are logged at the epochs that matter (every epoch up to 100, then
+about 100 per decade, the kept and last epochs), in float32, in a separate file beside the
+checkpoint (``<checkpoint>.curves.npz``), and returned. A resumed computation is bitwise the
+uninterrupted one on the same device class (tested on CPU).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from genbounds.results.files import atomic_write
+from genbounds.train.checkpoint import Stage, UnitCheckpoint, current_checkpoint, fingerprint
+from genbounds.train.config import TrainingDivergedError, resolve_device
+
+__all__ = ["FusedGroup", "FusedResult", "FusedSettings", "curve_epochs", "train_fused",
+           "PARAM_NAMES"]
+
+#: The parameters of :class:`genbounds.models.SparseMajorityMHA`, in its order.
+PARAM_NAMES = ("query_kernel", "query_bias", "key_kernel", "key_bias", "value_kernel",
+               "value_bias", "output_kernel", "output_bias", "dense_kernel", "dense_bias",
+               "head_kernel", "head_bias")
+
+_METRICS = ("loss", "accuracy", "val_loss", "val_accuracy")
+
+
+@dataclass(frozen=True)
+class FusedSettings:
+    """The training rules (the same for every run) and how the computation is run.
+
+    ``lr``, ``momentum`` (Keras SGD: ``v <- mu v - lr g; p <- p + v``), ``lr_decay``,
+    ``lr_floor`` (``lr_e = max(floor, decay * lr_{e-1})``, ``lr_{-1} = lr``: Keras'
+    ``LearningRateScheduler`` applied at every epoch's start), ``batch_size``, ``max_epochs``;
+    ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``), ``sync_every`` (epochs between read-backs
+    to the host), ``cuda_graphs`` (capture an epoch on CUDA), ``eval_chunk`` (validation
+    samples per run evaluated at once on the CPU; None: all).
+    """
+
+    lr: float = 0.01
+    momentum: float = 0.9
+    lr_decay: float = 0.999
+    lr_floor: float = 0.001
+    batch_size: int = 128
+    max_epochs: int = 200_000
+    device: str = "auto"
+    sync_every: int = 200
+    cuda_graphs: bool = True
+    eval_chunk: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("lr", "lr_decay"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and not isinstance(v, bool) and 0 < v
+                    and math.isfinite(v)):
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        if not (isinstance(self.momentum, int | float) and 0 <= self.momentum < 1):
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        if self.lr_decay > 1:
+            raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay!r}")
+        if not (isinstance(self.lr_floor, int | float) and 0 <= self.lr_floor < math.inf):
+            raise ValueError(f"lr_floor must be a finite number >= 0, got {self.lr_floor!r}")
+        for name in ("batch_size", "max_epochs", "sync_every"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if self.eval_chunk is not None and (not isinstance(self.eval_chunk, int)
+                                            or isinstance(self.eval_chunk, bool)
+                                            or self.eval_chunk < 1):
+            raise ValueError(f"eval_chunk must be an integer >= 1 or None, got "
+                             f"{self.eval_chunk!r}")
+        if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith(
+                "cuda:"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+        if not isinstance(self.cuda_graphs, bool):
+            raise ValueError(f"cuda_graphs must be a bool, got {self.cuda_graphs!r}")
+
+    def lr_schedule(self, start: int, stop: int) -> np.ndarray:
+        """Learning rates of epochs ``start..stop-1`` (float64, computed as
+        :func:`genbounds.train.lr_schedule` does: one multiplication per epoch from ``lr``)."""
+        out = np.empty(stop - start)
+        lr = float(self.lr)
+        for e in range(stop):
+            lr = max(float(self.lr_floor), lr * float(self.lr_decay))
+            if e >= start:
+                out[e - start] = lr
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class FusedGroup:
+    """The runs of one sequence length T (numpy inputs; ``k`` runs).
+
+    ``bits_train`` ``(k, n_train, T)``, ``y_train`` ``(k, n_train)``, ``bits_val``, ``y_val``
+    likewise; ``bit_embeddings`` ``(k, 2, d)``, ``cls_embedding`` ``(k, d)``, ``positional``
+    ``(T + 1, d)`` (the tables as the model reads them, already in the training dtype's
+    values); ``params`` name -> ``(k, ...)`` initial weights; ``shuffle_seeds`` ``k`` ints.
+    """
+
+    T: int
+    bits_train: np.ndarray
+    y_train: np.ndarray
+    bits_val: np.ndarray
+    y_val: np.ndarray
+    bit_embeddings: np.ndarray
+    cls_embedding: np.ndarray
+    positional: np.ndarray
+    params: dict[str, np.ndarray]
+    shuffle_seeds: tuple[int, ...]
+
+    @property
+    def k(self) -> int:
+        return int(self.bits_train.shape[0])
+
+
+@dataclass
+class FusedResult:
+    """What :func:`train_fused` returns, runs in the order of the groups.
+
+    ``best_state`` name -> ``(R, ...)`` CPU tensors (the kept weights), ``best_epoch``,
+    ``stopped_epoch`` (0-based), ``reached_train_accuracy``, ``best_val_loss`` (float64, the
+    validation loss that selected the kept epoch, as computed during training),
+    ``curve_epoch`` ``(P,)`` and ``curves`` name -> ``(R, P)`` float32 (NaN after a run
+    stopped) for ``loss``, ``accuracy`` (running, Keras), ``val_loss``, ``val_accuracy`` and
+    ``lr``, ``wall_time_s``, ``epochs_run``, ``device`` and ``precision``, ``graphs`` (whether
+    CUDA graphs ran), ``epoch_seconds`` (host-measured seconds per epoch of each block:
+    ``(epochs, live runs, seconds)`` rows).
+    """
+
+    best_state: dict[str, torch.Tensor]
+    best_epoch: np.ndarray
+    stopped_epoch: np.ndarray
+    reached_train_accuracy: np.ndarray
+    best_val_loss: np.ndarray
+    curve_epoch: np.ndarray
+    curves: dict[str, np.ndarray]
+    wall_time_s: float
+    epochs_run: int
+    device: str
+    precision: str
+    graphs: bool
+    epoch_seconds: list[tuple[int, int, float]] = field(default_factory=list)
+
+
+def curve_epochs(max_epochs: int, per_decade: int = 100, dense: int = 100) -> np.ndarray:
+    """The epochs whose metrics are logged: all of ``0..dense-1``, then about ``per_decade``
+    log-spaced epochs per decade up to ``max_epochs - 1`` (sorted, unique, int64)."""
+    e = np.arange(min(dense, max_epochs), dtype=np.int64)
+    if max_epochs > dense:
+        n = int(math.ceil(per_decade * math.log10(max_epochs / dense))) + 1
+        logs = np.unique(np.round(np.geomspace(dense, max_epochs, n)).astype(np.int64) - 1)
+        e = np.unique(np.concatenate([e, logs[(logs >= dense) & (logs < max_epochs)],
+                                      [max_epochs - 1]]))
+    return e
+
+
+# ---------------------------------------------------------------------------------------------
+# the live computation: the runs still training, stacked
+# ---------------------------------------------------------------------------------------------
+
+
+class _Live:
+    """Device buffers of the live runs (static shapes and addresses: what a graph captures)."""
+
+    def __init__(self, groups: Sequence[FusedGroup], runs: np.ndarray, offsets: np.ndarray,
+                 st: dict[str, Any], settings: FusedSettings, dtype: torch.dtype,
+                 device: torch.device, heads: int, key_dim: int) -> None:
+        self.runs = runs  # global indices of the live runs
+        self.settings = settings
+        self.dtype, self.device = dtype, device
+        self.H, self.kd = heads, key_dim
+        # which group each live run belongs to, and the per-T slices of the live runs
+        gid = np.searchsorted(offsets, runs, side="right") - 1
+        self.slices: list[tuple[int, int, int]] = []  # (T, lo, hi) within the live runs
+        lo = 0
+        for g in np.unique(gid):
+            hi = lo + int((gid == g).sum())
+            self.slices.append((groups[g].T, lo, hi))
+            lo = hi
+        Tmax = max(s[0] for s in self.slices)
+        self.Tmax = Tmax
+        R = len(runs)
+        self.R = R
+        d = groups[0].bit_embeddings.shape[-1]
+        self.d = d
+        n_tr = groups[0].bits_train.shape[1]
+        self.n_train = n_tr
+
+        def dev(a: Any, dt: torch.dtype | None = None) -> torch.Tensor:
+            return torch.as_tensor(np.ascontiguousarray(a), device=device,
+                                   dtype=dtype if dt is None else dt)
+
+        # training indicators [b, 1 - b], zero in the padding: (R, n_train, 2 * Tmax)
+        Ltr = np.zeros((R, n_tr, 2, Tmax), dtype=np.float64)
+        ytr = np.zeros((R, n_tr), dtype=np.int64)
+        E = np.zeros((R, 2, d))
+        ecls = np.zeros((R, d))
+        PT = np.zeros((R, d))
+        mask = np.zeros((R, Tmax), dtype=bool)
+        val_L: list[torch.Tensor] = []
+        yv = []
+        P_body = None
+        for i, r in enumerate(runs):
+            g = groups[gid[i]]
+            j = r - offsets[gid[i]]
+            T = g.T
+            Ltr[i, :, 0, :T] = g.bits_train[j]
+            Ltr[i, :, 1, :T] = 1 - g.bits_train[j]
+            ytr[i] = g.y_train[j]
+            E[i] = g.bit_embeddings[j]
+            ecls[i] = g.cls_embedding[j]
+            PT[i] = g.positional[T]
+            mask[i, :T] = True
+            yv.append(g.y_val[j])
+            if T == Tmax:
+                P_body = g.positional[:Tmax]
+        assert P_body is not None
+        for _, a, b in self.slices:
+            bits = np.stack([groups[gid[i]].bits_val[runs[i] - offsets[gid[i]]]
+                             for i in range(a, b)])
+            val_L.append(dev(np.concatenate([bits, 1 - bits], axis=2)))  # (k, n_val, 2T)
+        self.Ltr = dev(Ltr.reshape(R, n_tr, 2 * Tmax))
+        self.ytr = dev(ytr, torch.int64)
+        self.val_L = val_L
+        self.yval = dev(np.stack(yv), torch.int64)
+        self.n_val = int(self.yval.shape[1])
+        self.E, self.ecls, self.PT = dev(E), dev(ecls), dev(PT)
+        self.P_body = dev(P_body)
+        self.mask = dev(mask, torch.bool)
+        # state
+        # every run's parameters as one flat row (one update for all tensors): (R, n_params)
+        self.shapes = {n: tuple(st["params"][n].shape[1:]) for n in PARAM_NAMES}
+        sizes = [int(np.prod(self.shapes[n])) for n in PARAM_NAMES]
+        self.offsets = dict(zip(PARAM_NAMES, np.cumsum([0] + sizes)[:-1].tolist(),
+                                strict=True))
+
+        def flat(key: str) -> torch.Tensor:
+            return dev(np.concatenate([st[key][n][runs].reshape(R, -1) for n in PARAM_NAMES],
+                                      axis=1))
+
+        self.flat = flat("params")
+        self.velocity = flat("velocity")
+        self.best = flat("best")
+        self.best_val = dev(st["best_val"][runs], torch.float64)
+        self.best_epoch = dev(st["best_epoch"][runs], torch.int64)
+        self.stopped_epoch = dev(st["stopped_epoch"][runs], torch.int64)
+        self.active = dev(st["active"][runs], torch.bool)
+        self.bad_epoch = torch.full((R,), -1, dtype=torch.int64, device=device)
+        self.epoch = torch.zeros((), dtype=torch.int64, device=device)  # absolute epoch
+        self.slot = torch.zeros((), dtype=torch.int64, device=device)  # epoch within block
+        B = settings.sync_every
+        self.orders = torch.zeros((B, R, n_tr), dtype=torch.int64, device=device)
+        self.lrs = torch.zeros((B,), dtype=dtype, device=device)
+        self.metrics = torch.zeros((B, 4, R), dtype=torch.float32, device=device)
+        self.graph: Any = None
+
+    def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The parameters as views of a flat ``(R, n_params)`` tensor."""
+        return {n: flat[:, o:o + int(np.prod(self.shapes[n]))].view(self.R, *self.shapes[n])
+                for n, o in self.offsets.items()}
+
+    # -- the forward pass --------------------------------------------------------------------
+
+    def _tables(self, p: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor,
+                                                          torch.Tensor]:
+        """The per-run right operand ``(R, 2, Tmax, H (d + 1))`` and the [CLS] terms
+        (``gcls`` ``(R, H)``, ``gcls M_cls`` ``(R, H, d)``)."""
+        R, H, kd, d, Tmax = self.R, self.H, self.kd, self.d, self.Tmax
+        x_cls = self.ecls + self.PT
+        q = torch.einsum("kd,kdhe->khe", x_cls, p["query_kernel"]) + p["query_bias"]
+        q = q * (1.0 / math.sqrt(kd))
+        u = torch.einsum("khe,kdhe->khd", q, p["key_kernel"])  # W^K_h q_h
+        c = torch.einsum("khe,khe->kh", q, p["key_bias"])
+        A = torch.einsum("td,khd->kht", self.P_body, u) + c[..., None]  # (R, H, Tmax)
+        A_cls = torch.einsum("kd,khd->kh", self.PT, u) + c + torch.einsum(
+            "kd,khd->kh", self.ecls, u)
+        Cv = torch.einsum("kvd,khd->khv", self.E, u)  # (R, H, 2)
+        A = A.masked_fill(~self.mask[:, None, :], -math.inf)
+        mA = A.detach().amax(dim=-1)  # (R, H)
+        shift = torch.maximum(mA + Cv.detach().amax(dim=-1), A_cls.detach())
+        alpha = torch.exp(A - mA[..., None])  # (R, H, Tmax), 0 in the padding
+        gam = torch.exp(Cv + (mA - shift)[..., None])  # (R, H, 2)
+        gcls = torch.exp(A_cls - shift)  # (R, H)
+        # value rows: positions, [CLS], e0, e1; value bias on the attention rows only
+        rows = torch.cat([self.P_body.expand(R, -1, -1), x_cls[:, None], self.E], dim=1)
+        vals = torch.bmm(rows, p["value_kernel"].reshape(R, d, H * kd))
+        vals = vals.view(R, Tmax + 3, H, kd).transpose(1, 2)  # (R, H, Tmax+3, kd)
+        vb = p["value_bias"][:, :, None, :]
+        vals = torch.cat([vals[:, :, :Tmax + 1] + vb, vals[:, :, Tmax + 1:]], dim=2)
+        M = torch.matmul(vals, p["output_kernel"])  # (R, H, Tmax+3, d)
+        Mb, Mcls, Me = M[:, :, :Tmax], M[:, :, Tmax], M[:, :, Tmax + 1:]
+        ones = torch.ones_like(alpha)[..., None]
+        halves = []
+        for v in (1, 0):  # indicator columns: b first, then 1 - b
+            w = (gam[:, :, v, None] * alpha)[..., None]  # (R, H, Tmax, 1)
+            halves.append(w * torch.cat([Mb + Me[:, :, v, None, :], ones], dim=-1))
+        W = torch.stack(halves, dim=1)  # (R, 2, H, Tmax, d+1)
+        W = W.permute(0, 1, 3, 2, 4).reshape(R, 2, Tmax, H * (d + 1))
+        return W, gcls, gcls[..., None] * Mcls
+
+    def _readout(self, p: dict[str, torch.Tensor], G: torch.Tensor, gcls: torch.Tensor,
+                 gM: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
+        """Logits ``(k, B, 2)`` of runs ``lo:hi`` from their products ``G`` ``(k, B, H (d+1))``."""
+        H, d = self.H, self.d
+        k, B = G.shape[0], G.shape[1]
+        G = G.view(k, B, H, d + 1)
+        inv = 1.0 / (G[..., d] + gcls[lo:hi, None, :])  # (k, B, H)
+        # b^O + sum_h inv_h (G_h + gcls_h M_cls,h): the [CLS] terms in one product
+        mha = torch.baddbmm(p["output_bias"][lo:hi, None, :], inv, gM[lo:hi])
+        for h in range(H):
+            mha = torch.addcmul(mha, G[:, :, h, :d], inv[..., h, None])
+        hidden = torch.baddbmm(p["dense_bias"][lo:hi, None, :], torch.relu(mha),
+                               p["dense_kernel"][lo:hi])
+        return torch.baddbmm(p["head_bias"][lo:hi, None, :], hidden, p["head_kernel"][lo:hi])
+
+    @staticmethod
+    def _loss(logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        classes = torch.arange(logits.shape[-1], device=y.device)
+        target = (y[..., None] == classes).to(logits.dtype)  # one-hot (no host sync on CUDA)
+        per = F.binary_cross_entropy_with_logits(logits, target, reduction="none").mean(-1)
+        return per, logits.argmax(dim=-1) == y
+
+    # -- one epoch ---------------------------------------------------------------------------
+
+    def epoch_step(self) -> None:
+        """One epoch of every live run (no host synchronisation: capturable)."""
+        s = self.settings
+        R, N = self.R, self.n_train
+        bs = min(s.batch_size, N)
+        order = self.orders.index_select(0, self.slot.view(1)).squeeze(0)  # (R, N)
+        lr = self.lrs.index_select(0, self.slot.view(1))  # (1,)
+        act = self.active
+        names = list(PARAM_NAMES)
+        loss_sum = torch.zeros(R, dtype=torch.float64, device=self.device)
+        correct = torch.zeros(R, dtype=torch.float64, device=self.device)
+        C = self.Ltr.shape[-1]
+        mu = float(s.momentum)
+        for start in range(0, N, bs):
+            idx = order[:, start:start + bs]
+            Lb = torch.gather(self.Ltr, 1, idx[..., None].expand(-1, -1, C))
+            yb = torch.gather(self.ytr, 1, idx)
+            with torch.enable_grad():
+                p = self.views(self.flat.detach().requires_grad_(True))
+                W, gcls, gM = self._tables(p)
+                G = torch.bmm(Lb, W.reshape(R, C, -1))
+                per, ok = self._loss(self._readout(p, G, gcls, gM, 0, R), yb)
+                grads = torch.autograd.grad(per.mean(dim=1).sum(), [p[n] for n in names])
+            with torch.no_grad():
+                loss_sum += per.detach().sum(dim=1, dtype=torch.float64)
+                correct += ok.sum(dim=1, dtype=torch.float64)
+                g = torch.cat([gr.reshape(R, -1) for gr in grads], dim=1)
+                v, a = self.velocity, act[:, None]
+                v_new = v * mu - lr * g
+                v.copy_(torch.where(a, v_new, v))
+                self.flat.copy_(torch.where(a, self.flat + v_new, self.flat))
+        with torch.no_grad():
+            tr_loss = loss_sum / N
+            tr_acc = correct / N
+            v_loss, v_acc = self.validate(self.views(self.flat))
+            improved = act & (v_loss < self.best_val)
+            self.best_val.copy_(torch.where(improved, v_loss, self.best_val))
+            self.best_epoch.copy_(torch.where(improved, self.epoch, self.best_epoch))
+            self.best.copy_(torch.where(improved[:, None], self.flat, self.best))
+            bad = act & ~(torch.isfinite(tr_loss) & torch.isfinite(v_loss)) & (self.bad_epoch < 0)
+            self.bad_epoch.copy_(torch.where(bad, self.epoch, self.bad_epoch))
+            reached = act & (tr_acc >= 1.0)
+            self.stopped_epoch.copy_(torch.where(reached, self.epoch, self.stopped_epoch))
+            self.active.copy_(act & ~reached)
+            m = torch.stack([tr_loss, tr_acc, v_loss, v_acc]).to(torch.float32)
+            self.metrics.index_copy_(0, self.slot.view(1), m[None])
+            self.epoch.add_(1)
+            self.slot.add_(1)
+
+    def validate(self, p: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean validation loss and accuracy of every live run (float64 sums): the product per
+        T (no padding), written into one buffer; the rest for all runs at once."""
+        W, gcls, gM = self._tables(p)
+        R, n = self.R, self.n_val
+        Wg = [W[lo:hi, :, :T].reshape(hi - lo, 2 * T, -1) for T, lo, hi in self.slices]
+        chunk = n if self.settings.eval_chunk is None else self.settings.eval_chunk
+        ls = torch.zeros(R, dtype=torch.float64, device=self.device)
+        cs = torch.zeros(R, dtype=torch.float64, device=self.device)
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            G = torch.empty((R, b - a, W.shape[-1]), dtype=self.dtype, device=self.device)
+            for (_, lo, hi), L, w in zip(self.slices, self.val_L, Wg, strict=True):
+                torch.bmm(L[:, a:b], w, out=G[lo:hi])
+            per, ok = self._loss(self._readout(p, G, gcls, gM, 0, R), self.yval[:, a:b])
+            ls += per.sum(dim=1, dtype=torch.float64)
+            cs += ok.sum(dim=1, dtype=torch.float64)
+        return ls / n, cs / n
+
+    # -- CUDA graph --------------------------------------------------------------------------
+
+    def _mutable(self) -> list[torch.Tensor]:
+        return [self.flat, self.velocity, self.best, self.best_val, self.best_epoch,
+                self.stopped_epoch, self.active, self.bad_epoch, self.epoch, self.slot,
+                self.metrics]
+
+    def capture(self) -> None:
+        """Capture :meth:`epoch_step` in a CUDA graph (warm-up on a side stream; the state is
+        restored after warm-up, so capturing changes nothing)."""
+        saved = [t.detach().clone() for t in self._mutable()]
+        side = torch.cuda.Stream(device=self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                self.slot.zero_()
+                self.epoch_step()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        self.slot.zero_()
+        with torch.cuda.graph(graph):
+            self.epoch_step()
+        torch.cuda.synchronize(self.device)
+        with torch.no_grad():
+            for t, s0 in zip(self._mutable(), saved, strict=True):
+                t.copy_(s0)
+        self.graph = graph
+
+    def run_block(self, n: int) -> None:
+        """``n`` epochs (the block's orders and rates already in place)."""
+        with torch.no_grad():
+            self.slot.zero_()
+        for _ in range(n):
+            if self.graph is not None:
+                self.graph.replay()
+            else:
+                self.epoch_step()
+
+    def write_back(self, st: dict[str, Any]) -> None:
+        """Copy the live runs' state into the host state ``st`` (numpy, all runs)."""
+        r = self.runs
+        for key, t in (("params", self.flat), ("velocity", self.velocity), ("best", self.best)):
+            for n, v in self.views(t.detach().cpu()).items():
+                st[key][n][r] = v.numpy()
+        st["best_val"][r] = self.best_val.cpu().numpy()
+        st["best_epoch"][r] = self.best_epoch.cpu().numpy()
+        st["stopped_epoch"][r] = self.stopped_epoch.cpu().numpy()
+        st["active"][r] = self.active.cpu().numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_groups(groups: Sequence[FusedGroup]) -> None:
+    if not isinstance(groups, Sequence) or len(groups) == 0:
+        raise ValueError("groups must be a non-empty sequence of FusedGroup")
+    for g in groups:
+        if not isinstance(g, FusedGroup):
+            raise ValueError(f"groups must hold FusedGroup, got {type(g).__name__}")
+        k = g.k
+        if g.bits_val.shape[0] != k or len(g.shuffle_seeds) != k:
+            raise ValueError(f"group T = {g.T}: every field must hold {k} runs")
+        if set(g.params) != set(PARAM_NAMES):
+            raise ValueError(f"group T = {g.T}: params must hold {PARAM_NAMES}")
+    n_tr = {g.bits_train.shape[1] for g in groups}
+    n_va = {g.bits_val.shape[1] for g in groups}
+    if len(n_tr) != 1 or len(n_va) != 1:
+        raise ValueError("every group must have the same n_train and n_val")
+
+
+def _initial_state(groups: Sequence[FusedGroup], dtype: Any) -> dict[str, Any]:
+    params = {n: np.concatenate([g.params[n] for g in groups]).astype(dtype) for n in
+              PARAM_NAMES}
+    R = len(next(iter(params.values())))
+    return {
+        "params": params,
+        "velocity": {n: np.zeros_like(p) for n, p in params.items()},
+        "best": {n: p.copy() for n, p in params.items()},
+        "best_val": np.full(R, np.inf),
+        "best_epoch": np.full(R, -1, dtype=np.int64),
+        "stopped_epoch": np.full(R, -1, dtype=np.int64),
+        "active": np.ones(R, dtype=bool),
+        "epoch": 0,
+        "elapsed": 0.0,
+    }
+
+
+def _stage_tag(groups: Sequence[FusedGroup], settings: FusedSettings, dtype: torch.dtype,
+               heads: int, key_dim: int) -> str:
+    rules = {k: getattr(settings, k) for k in ("lr", "momentum", "lr_decay", "lr_floor",
+                                               "batch_size", "max_epochs", "sync_every")}
+    digest = fingerprint(
+        "fused-sparse-majority/1", rules, str(dtype), heads, key_dim,
+        [(g.T, g.bits_train, g.y_train, g.bits_val, g.y_val, g.bit_embeddings, g.cls_embedding,
+          g.positional, dict(g.params), list(g.shuffle_seeds)) for g in groups])
+    return f"train_fused:{digest}"
+
+
+def _storable_state(st: dict[str, Any], rng_states: dict[int, Any]) -> dict[str, Any]:
+    """What a resume needs: live runs' weights, momentum, kept weights and generator states
+    (as they were before the next block's orders were drawn); stopped runs' kept weights;
+    every run's records."""
+    live = np.flatnonzero(st["active"])
+    return {
+        "live": live,
+        "params": {n: v[live] for n, v in st["params"].items()},
+        "velocity": {n: v[live] for n, v in st["velocity"].items()},
+        "best": st["best"],
+        "best_val": st["best_val"], "best_epoch": st["best_epoch"],
+        "stopped_epoch": st["stopped_epoch"], "active": st["active"],
+        "rngs": [rng_states[int(i)] for i in live],
+        "epoch": int(st["epoch"]), "elapsed": float(st["elapsed"]),
+    }
+
+
+def _restore(st: dict[str, Any], saved: dict[str, Any], rngs: list[np.random.Generator]) -> None:
+    live = np.asarray(saved["live"], dtype=np.int64)
+    for n in PARAM_NAMES:
+        st["params"][n][live] = saved["params"][n]
+        st["velocity"][n][live] = saved["velocity"][n]
+        st["best"][n][:] = saved["best"][n]
+    for key in ("best_val", "best_epoch", "stopped_epoch", "active"):
+        st[key][:] = saved[key]
+    for i, s in zip(live, saved["rngs"], strict=True):
+        rngs[int(i)].bit_generator.state = s
+    st["epoch"] = int(saved["epoch"])
+    st["elapsed"] = float(saved["elapsed"])
+
+
+class _Curves:
+    """Metrics at the logged epochs (float32), kept beside the checkpoint, not in it."""
+
+    def __init__(self, R: int, max_epochs: int, path: Path | None) -> None:
+        self.epochs = curve_epochs(max_epochs)
+        self.pos = {int(e): i for i, e in enumerate(self.epochs)}
+        self.data = {k: np.full((R, len(self.epochs)), np.nan, dtype=np.float32)
+                     for k in (*_METRICS, "lr")}
+        self.path = path
+
+    def load(self, before: int) -> None:
+        if self.path is None or not self.path.is_file():
+            return
+        with np.load(self.path, allow_pickle=False) as z:
+            if z["epochs"].shape != self.epochs.shape or not (z["epochs"] == self.epochs).all():
+                return
+            keep = self.epochs < before
+            for k in self.data:
+                self.data[k][:, keep] = z[k][:, keep]
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        buf = io.BytesIO()
+        np.savez(buf, epochs=self.epochs, **self.data)  # type: ignore[arg-type]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path, buf.getvalue())
+
+    def log_block(self, start: int, metrics: np.ndarray, lrs: np.ndarray, runs: np.ndarray,
+                  active_before: np.ndarray, stopped: np.ndarray) -> None:
+        """``metrics`` ``(n, 4, R_live)`` of epochs ``start..start+n-1``."""
+        for i in range(metrics.shape[0]):
+            e = start + i
+            j = self.pos.get(e)
+            if j is None:
+                continue
+            on = active_before & ((stopped < 0) | (stopped >= e))
+            for m, k in enumerate(_METRICS):
+                self.data[k][runs[on], j] = metrics[i, m, on]
+            self.data["lr"][runs[on], j] = lrs[i]
+
+
+def train_fused(
+    groups: Sequence[FusedGroup],
+    settings: FusedSettings,
+    *,
+    heads: int = 2,
+    key_dim: int = 64,
+    dtype: torch.dtype = torch.float32,
+    checkpoint: UnitCheckpoint | None | bool = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> FusedResult:
+    """Train every run of ``groups`` at once (see the module docstring).
+
+    ``checkpoint``: a :class:`~genbounds.train.checkpoint.UnitCheckpoint` this computation is
+    a stage of, None (the current one, if any) or False (none). ``progress(epoch, max_epochs,
+    live_runs)`` is called at every read-back. Raises
+    :class:`~genbounds.train.checkpoint.BudgetExhausted` (state saved) when the budget is spent
+    and :class:`~genbounds.train.TrainingDivergedError` naming the run (global index, in the
+    order of the groups) and the epoch of a non-finite loss.
+    """
+    t0 = time.perf_counter()
+    _check_groups(groups)
+    if not isinstance(settings, FusedSettings):
+        raise ValueError(f"settings must be a FusedSettings, got {type(settings).__name__}")
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    device = resolve_device(settings.device)
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    offsets = np.cumsum([0] + [g.k for g in groups])
+    R = int(offsets[-1])
+    st = _initial_state(groups, np_dtype)
+    rngs = [np.random.default_rng(int(s)) for g in groups for s in g.shuffle_seeds]
+    ckpt = current_checkpoint() if checkpoint is None else (checkpoint or None)
+    stage: Stage | None = None
+    curves_path = None
+    if isinstance(ckpt, UnitCheckpoint):
+        stage = ckpt.stage(_stage_tag(groups, settings, dtype, heads, key_dim))
+        curves_path = ckpt.companion("curves.npz")
+        if stage.result is not None:
+            return _result_from_storable(stage.result)
+        if stage.partial is not None:
+            _restore(st, stage.partial, rngs)
+    curves = _Curves(R, settings.max_epochs, curves_path)
+    curves.load(int(st["epoch"]))
+    elapsed_before = float(st["elapsed"])
+    use_graphs = settings.cuda_graphs and device.type == "cuda"
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    timings: list[tuple[int, int, float]] = []
+    schedule = settings.lr_schedule(0, settings.max_epochs)
+    N = groups[0].bits_train.shape[1]
+    tile_dtype = np.int16 if N < 2**15 else np.int64
+
+    def draw(runs: np.ndarray, e0: int) -> tuple[np.ndarray, np.ndarray, dict[int, Any]]:
+        """Minibatch orders ``(n, len(runs), N)`` of the block starting at ``e0`` (one
+        permutation per run and epoch, exactly ``rng.permutation(N)`` in sequence), and each
+        generator's state before the draw (what a checkpoint at ``e0`` must hold)."""
+        n = min(settings.sync_every, settings.max_epochs - e0)
+        snap = {int(r): rngs[int(r)].bit_generator.state for r in runs}
+        tile = np.tile(np.arange(N, dtype=tile_dtype), (n, 1))
+        return runs, np.stack([rngs[int(r)].permuted(tile, axis=1) for r in runs], axis=1), snap
+
+    pending: tuple[np.ndarray, np.ndarray, dict[int, Any]] | None = None
+    try:
+        live: _Live | None = None
+        while st["epoch"] < settings.max_epochs and st["active"].any():
+            runs = np.flatnonzero(st["active"])
+            rebuilt = live is None or len(live.runs) != len(runs)
+            if rebuilt:
+                live = None  # free the old buffers (and graph) first
+                live = _Live(groups, runs, offsets, st, settings, dtype, device, heads,
+                             key_dim)
+            assert live is not None
+            e0 = int(st["epoch"])
+            if pending is None:
+                pending = draw(runs, e0)
+            drawn_runs, orders, _ = pending
+            orders = orders[:, np.searchsorted(drawn_runs, runs)]
+            n = orders.shape[0]
+            lrs = schedule[e0:e0 + n]
+            with torch.no_grad():
+                live.orders[:n].copy_(torch.from_numpy(np.ascontiguousarray(orders)).to(device))
+                live.lrs[:n].copy_(torch.from_numpy(lrs))
+                live.epoch.fill_(e0)
+            if use_graphs and rebuilt:
+                live.capture()
+            tb = time.perf_counter()
+            live.run_block(n)  # asynchronous on CUDA: draw the next block meanwhile
+            e1 = e0 + n
+            pending = draw(runs, e1) if e1 < settings.max_epochs else None
+            active_before = st["active"][runs].copy()
+            live.write_back(st)
+            metrics = live.metrics[:n].cpu().numpy()
+            bad = live.bad_epoch.cpu().numpy()
+            timings.append((n, len(runs), time.perf_counter() - tb))
+            if (bad >= 0).any():
+                i = int(np.argmin(np.where(bad >= 0, bad, np.iinfo(np.int64).max)))
+                raise TrainingDivergedError(int(runs[i]), int(bad[i]), "loss")
+            curves.log_block(e0, metrics, lrs, runs, active_before,
+                             st["stopped_epoch"][runs])
+            st["epoch"] = e1
+            st["elapsed"] = elapsed_before + time.perf_counter() - t0
+            if progress is not None:
+                progress(e1, settings.max_epochs, int(st["active"].sum()))
+            if stage is not None and e1 < settings.max_epochs and st["active"].any():
+                assert pending is not None
+                snap = pending[2]
+
+                def state_fn(snap: dict[int, Any] = snap) -> dict[str, Any]:
+                    curves.save()  # beside the checkpoint, whenever the state is saved
+                    return _storable_state(st, snap)
+
+                stage.boundary(e1, settings.max_epochs, state_fn)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    still = st["active"].copy()
+    st["stopped_epoch"][still] = settings.max_epochs - 1
+    reached = ~still
+    st["active"][:] = False
+    res = FusedResult(
+        best_state={n: torch.from_numpy(np.ascontiguousarray(st["best"][n])) for n in
+                    PARAM_NAMES},
+        best_epoch=st["best_epoch"].copy(), stopped_epoch=st["stopped_epoch"].copy(),
+        reached_train_accuracy=reached, best_val_loss=st["best_val"].copy(),
+        curve_epoch=curves.epochs.copy(), curves={k: v.copy() for k, v in curves.data.items()},
+        wall_time_s=elapsed_before + time.perf_counter() - t0,
+        epochs_run=int(max(st["stopped_epoch"].max() + 1, 0)), device=str(device),
+        precision="fp32 (TF32 off)" if device.type == "cuda" else "fp32",
+        graphs=use_graphs, epoch_seconds=timings)
+    if stage is not None:
+        stage.finish(_result_storable(res))
+        curves.save()
+    return res
+
+
+def _result_storable(res: FusedResult) -> dict[str, Any]:
+    return {"best_state": res.best_state, "best_epoch": res.best_epoch,
+            "stopped_epoch": res.stopped_epoch, "reached": res.reached_train_accuracy,
+            "best_val_loss": res.best_val_loss, "curve_epoch": res.curve_epoch,
+            "curves": res.curves, "wall_time_s": res.wall_time_s, "epochs_run": res.epochs_run,
+            "device": res.device, "precision": res.precision, "graphs": res.graphs,
+            "epoch_seconds": [list(t) for t in res.epoch_seconds]}
+
+
+def _result_from_storable(d: dict[str, Any]) -> FusedResult:
+    return FusedResult(
+        best_state=dict(d["best_state"]), best_epoch=np.asarray(d["best_epoch"]),
+        stopped_epoch=np.asarray(d["stopped_epoch"]),
+        reached_train_accuracy=np.asarray(d["reached"], dtype=bool),
+        best_val_loss=np.asarray(d["best_val_loss"]), curve_epoch=np.asarray(d["curve_epoch"]),
+        curves={k: np.asarray(v) for k, v in d["curves"].items()},
+        wall_time_s=float(d["wall_time_s"]), epochs_run=int(d["epochs_run"]),
+        device=str(d["device"]), precision=str(d["precision"]), graphs=bool(d["graphs"]),
+        epoch_seconds=[(int(a), int(b), float(c)) for a, b, c in d["epoch_seconds"]])
