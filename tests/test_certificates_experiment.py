@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from genbounds.bounds import compression as cp
+from genbounds.bounds import derandomise as dr
 from genbounds.bounds import pac_bayes as pb
 from genbounds.experiments import certificates as ce
 from genbounds.experiments.registry import get_experiment
@@ -20,7 +22,11 @@ def test_registered_with_quick_and_paper() -> None:
     assert {u.family for u in q.units} == set(ce.FAMILIES) == {u.family for u in p.units}
     mq = next(u for u in q.units if u.family == "mnist_shallow")
     assert mq.n == 400  # chapter 03's real-digit size
-    assert all(u.seeds >= 3 for u in p.units)
+    # paper scale: one unit per (family, seed), three seeds per family
+    for f in ce.FAMILIES:
+        fam = [u for u in p.units if u.family == f]
+        assert sorted(u.first_seed for u in fam) == [0, 1, 2] and all(u.seeds == 1 for u in fam)
+    assert len({dataclasses.astuple(u) for u in p.units}) == len(p.units)
     assert e.estimate is not None and e.estimate(q).seconds > 0
 
 
@@ -32,6 +38,13 @@ def test_bad_unit_names_the_argument() -> None:
                     prior_fraction=1.5)
     with pytest.raises(ValueError, match="config"):
         ce.units("quick")  # type: ignore[arg-type]
+    good = dict(family="mnist_shallow", n=100, n_test=100, width=4, epochs=1, lr=0.1)
+    for field, bad in (("device", "bogus"), ("first_seed", -1), ("seed", 1.5),
+                       ("subspace_dims", (0,)), ("subspace_dims", [16]),
+                       ("noise_std", -1.0), ("mc_share", 1.0), ("delta", 0.0),
+                       ("prior_optimizer", "sgd"), ("n_test", 0), ("lr", -0.1)):
+        with pytest.raises(ValueError, match=field):
+            ce.CertUnit(**{**good, field: bad})  # type: ignore[arg-type]
 
 
 def _tiny(family: str) -> ce.CertUnit:
@@ -48,18 +61,36 @@ def test_tiny_unit_runs_and_its_certificates_are_consistent(family: str) -> None
     for k, v in out.items():
         assert v.shape == (1,), k
     assert all(np.isfinite(out[k]).all() for k in out if not k.startswith("paper_risk"))
-    for tag in ("init_prior", "data_prior"):
+    for tag in ("init_prior", "data_prior", "trained_gibbs"):
+        # the KL by part, and the rounding term against the optimiser's continuous KL
+        assert math.isclose(out[f"{tag}.kl_mean_term"][0] + out[f"{tag}.kl_variance_term"][0],
+                            out[f"{tag}.kl"][0], rel_tol=1e-9, abs_tol=1e-12)
+        assert math.isclose(out[f"{tag}.kl_continuous"][0] + out[f"{tag}.kl_rounding"][0],
+                            out[f"{tag}.kl"][0], rel_tol=1e-9, abs_tol=1e-9)
+        assert 0 <= out[f"{tag}.test_gibbs"][0] <= out[f"{tag}.test_gibbs_bound"][0] <= 1
         assert out[f"{tag}.mc_upper"][0] >= out[f"{tag}.mc_error"][0]
         assert out[f"{tag}.bound"][0] >= out[f"{tag}.mc_upper"][0]
         assert out[f"{tag}.bound"][0] <= out[f"{tag}.mcallester"][0] + 1e-12
         assert out[f"{tag}.lam"][0] in pb.prior_variance_grid()
     n_p = int(round(u.prior_fraction * u.n))
     assert out["data_prior.n_bound"][0] == u.n - n_p and out["init_prior.n_bound"][0] == u.n
-    # recompute the data-prior certificate from its stored pieces
-    c = pb.gaussian_certificate(out["data_prior.mc_error"][0], u.mc_samples,
-                                out["data_prior.kl"][0], u.n - n_p, u.delta,
-                                mc_share=u.mc_share, grid_size=pb.PRIOR_GRID_SIZE)
-    assert math.isclose(c["bound"], out["data_prior.bound"][0], rel_tol=1e-9)
+    # recompute the certificates from their stored pieces, each at delta / 5
+    assert out["delta_each"][0] == u.delta / ce.N_CERTIFICATES == u.delta / 5
+    for tag, nb in (("data_prior", u.n - n_p), ("trained_gibbs", u.n - n_p),
+                    ("init_prior", u.n)):
+        c = pb.gaussian_certificate(out[f"{tag}.mc_error"][0], u.mc_samples,
+                                    out[f"{tag}.kl"][0], nb, u.delta / 5,
+                                    mc_share=u.mc_share, grid_size=pb.PRIOR_GRID_SIZE)
+        assert math.isclose(c["bound"], out[f"{tag}.bound"][0], rel_tol=1e-9), tag
+    # the Gibbs posterior of the trained network is centred at the trained weights
+    assert out["trained_gibbs.mean_test_error"][0] == out["test_error"][0]
+    assert out["trained_draw.bound"][0] == dr.disintegrated_kl_bound(
+        out["trained_draw.train_error"][0], out["trained_draw.log_ratio"][0], u.n - n_p,
+        u.delta / 5, grid_size=pb.PRIOR_GRID_SIZE)
+    assert math.isclose(out["occam.bound"][0], cp.occam_bound(
+        out["occam.train_error"][0], out["occam.bits"][0], u.n, u.delta / 5), rel_tol=1e-12)
+    for k in ("test_bound", "occam.test_bound", "trained_draw.test_bound"):
+        assert 0 <= out[k][0] <= 1
     assert out["occam.bound"][0] >= out["occam.train_error"][0]
     assert out["occam.dim"][0] == 4
     if family == "teacher_student":

@@ -59,7 +59,8 @@ CODE: dict[str, tuple[str, ...]] = {
         "genbounds.models.shallow_encoder", "genbounds.norms", "genbounds.protocols",
         "genbounds.spectral", "genbounds.train.checkpoint", "genbounds.validation"),
     "certificates": (
-        "genbounds.bounds.compression", "genbounds.bounds.effective_rank",
+        "genbounds.bounds.compression", "genbounds.bounds.derandomise",
+        "genbounds.bounds.effective_rank",
         "genbounds.bounds.effective_rank_notation",
         "genbounds.bounds.offset_rademacher_notation", "genbounds.bounds.pac_bayes",
         "genbounds.bounds.registry", "genbounds.bounds.shallow_gd",
