@@ -298,9 +298,16 @@ class _Live:
         self.val_L = val_L
         self.yval = dev(np.stack(yv), torch.int64)
         self.n_val = int(self.yval.shape[1])
-        self.E, self.ecls, self.PT = dev(E), dev(ecls), dev(PT)
-        self.P_body = dev(P_body)
-        self.mask = dev(mask, torch.bool)
+        # constant tables: the rows every token is made of, in the indicators' order
+        # (positions, [CLS], e_1, e_0), the padding of the scores, the value-bias rows
+        x_cls = dev(ecls) + dev(PT)
+        self.x_cls = x_cls
+        self.rows = torch.cat([dev(P_body).expand(R, -1, -1), x_cls[:, None],
+                               dev(E[:, ::-1].copy())], dim=1).contiguous()
+        self.pad = torch.where(dev(mask, torch.bool), 0.0, -math.inf).to(dtype)[:, None, :]
+        vb = torch.zeros(Tmax + 3, 1, dtype=dtype, device=device)
+        vb[:Tmax + 1] = 1.0
+        self.vb_rows = vb
         # state
         # every run's parameters as one flat row (one update for all tensors): (R, n_params)
         self.shapes = {n: tuple(st["params"][n].shape[1:]) for n in PARAM_NAMES}
@@ -337,55 +344,49 @@ class _Live:
 
     def _tables(self, p: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor,
                                                           torch.Tensor]:
-        """The per-run right operand ``(R, 2, Tmax, H (d + 1))`` and the [CLS] terms
-        (``gcls`` ``(R, H)``, ``gcls M_cls`` ``(R, H, d)``)."""
+        """The per-run right operand ``(R, 2, Tmax, H d + H)`` (rows: indicator ``b`` of each
+        position, then ``1 - b``; columns: the value sums of every head, then its normaliser)
+        and the [CLS] terms (``gcls`` ``(R, H)``, ``gcls M_cls`` ``(R, H, d)``)."""
         R, H, kd, d, Tmax = self.R, self.H, self.kd, self.d, self.Tmax
-        x_cls = self.ecls + self.PT
-        q = torch.einsum("kd,kdhe->khe", x_cls, p["query_kernel"]) + p["query_bias"]
+        q = torch.baddbmm(p["query_bias"].reshape(R, 1, H * kd), self.x_cls[:, None, :],
+                          p["query_kernel"].reshape(R, d, H * kd)).view(R, H, kd)
         q = q * (1.0 / math.sqrt(kd))
         u = torch.einsum("khe,kdhe->khd", q, p["key_kernel"])  # W^K_h q_h
-        c = torch.einsum("khe,khe->kh", q, p["key_bias"])
-        A = torch.einsum("td,khd->kht", self.P_body, u) + c[..., None]  # (R, H, Tmax)
-        A_cls = torch.einsum("kd,khd->kh", self.PT, u) + c + torch.einsum(
-            "kd,khd->kh", self.ecls, u)
-        Cv = torch.einsum("kvd,khd->khv", self.E, u)  # (R, H, 2)
-        A = A.masked_fill(~self.mask[:, None, :], -math.inf)
+        c = (q * p["key_bias"]).sum(dim=-1)  # q_h . b^K_h
+        # scores of every table row: positions, [CLS], e_1, e_0 (the indicators' order)
+        S = torch.bmm(self.rows, u.transpose(1, 2)).transpose(1, 2)  # (R, H, Tmax + 3)
+        A, A_cls, Cv = S.split([Tmax, 1, 2], dim=-1)
+        A = A + c[..., None] + self.pad  # (R, H, Tmax); -inf in the padding
+        A_cls = A_cls[..., 0] + c
         mA = A.detach().amax(dim=-1)  # (R, H)
         shift = torch.maximum(mA + Cv.detach().amax(dim=-1), A_cls.detach())
-        alpha = torch.exp(A - mA[..., None])  # (R, H, Tmax), 0 in the padding
-        gam = torch.exp(Cv + (mA - shift)[..., None])  # (R, H, 2)
+        alpha = torch.exp(A - mA[..., None])  # 0 in the padding
+        gam = torch.exp(Cv + (mA - shift)[..., None])  # (R, H, 2): bit 1, bit 0
         gcls = torch.exp(A_cls - shift)  # (R, H)
-        # value rows: positions, [CLS], e0, e1; value bias on the attention rows only
-        rows = torch.cat([self.P_body.expand(R, -1, -1), x_cls[:, None], self.E], dim=1)
-        vals = torch.bmm(rows, p["value_kernel"].reshape(R, d, H * kd))
-        vals = vals.view(R, Tmax + 3, H, kd).transpose(1, 2)  # (R, H, Tmax+3, kd)
-        vb = p["value_bias"][:, :, None, :]
-        vals = torch.cat([vals[:, :, :Tmax + 1] + vb, vals[:, :, Tmax + 1:]], dim=2)
-        M = torch.matmul(vals, p["output_kernel"])  # (R, H, Tmax+3, d)
-        Mb, Mcls, Me = M[:, :, :Tmax], M[:, :, Tmax], M[:, :, Tmax + 1:]
-        ones = torch.ones_like(alpha)[..., None]
-        halves = []
-        for v in (1, 0):  # indicator columns: b first, then 1 - b
-            w = (gam[:, :, v, None] * alpha)[..., None]  # (R, H, Tmax, 1)
-            halves.append(w * torch.cat([Mb + Me[:, :, v, None, :], ones], dim=-1))
-        W = torch.stack(halves, dim=1)  # (R, 2, H, Tmax, d+1)
-        W = W.permute(0, 1, 3, 2, 4).reshape(R, 2, Tmax, H * (d + 1))
-        return W, gcls, gcls[..., None] * Mcls
+        # value rows through W^V (+ b^V on the attention rows) and W^O, per head
+        vals = torch.bmm(self.rows, p["value_kernel"].reshape(R, d, H * kd))
+        vals = vals + self.vb_rows * p["value_bias"].reshape(R, 1, H * kd)
+        M = torch.einsum("kthe,khed->khtd", vals.view(R, Tmax + 3, H, kd),
+                         p["output_kernel"])  # (R, H, Tmax + 3, d)
+        Mb, Mcls, Me = M.split([Tmax, 1, 2], dim=2)
+        w = gam[..., None] * alpha[:, :, None, :]  # (R, H, 2, Tmax)
+        num = (Mb[:, :, None] + Me[:, :, :, None]) * w[..., None]  # (R, H, 2, Tmax, d)
+        W = torch.cat([num.permute(0, 2, 3, 1, 4).reshape(R, 2, Tmax, H * d),
+                       w.permute(0, 2, 3, 1)], dim=-1)
+        return W, gcls, gcls[..., None] * Mcls[:, :, 0]
 
     def _readout(self, p: dict[str, torch.Tensor], G: torch.Tensor, gcls: torch.Tensor,
-                 gM: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
-        """Logits ``(k, B, 2)`` of runs ``lo:hi`` from their products ``G`` ``(k, B, H (d+1))``."""
+                 gM: torch.Tensor) -> torch.Tensor:
+        """Logits ``(R, B, 2)`` from the products ``G`` ``(R, B, H d + H)``."""
         H, d = self.H, self.d
-        k, B = G.shape[0], G.shape[1]
-        G = G.view(k, B, H, d + 1)
-        inv = 1.0 / (G[..., d] + gcls[lo:hi, None, :])  # (k, B, H)
+        R, B = G.shape[0], G.shape[1]
+        num, z = G.split([H * d, H], dim=-1)
+        inv = 1.0 / (z + gcls[:, None, :])  # (R, B, H)
         # b^O + sum_h inv_h (G_h + gcls_h M_cls,h): the [CLS] terms in one product
-        mha = torch.baddbmm(p["output_bias"][lo:hi, None, :], inv, gM[lo:hi])
-        for h in range(H):
-            mha = torch.addcmul(mha, G[:, :, h, :d], inv[..., h, None])
-        hidden = torch.baddbmm(p["dense_bias"][lo:hi, None, :], torch.relu(mha),
-                               p["dense_kernel"][lo:hi])
-        return torch.baddbmm(p["head_bias"][lo:hi, None, :], hidden, p["head_kernel"][lo:hi])
+        mha = torch.baddbmm(p["output_bias"][:, None, :], inv, gM)
+        mha = mha + (num.view(R, B, H, d) * inv[..., None]).sum(dim=2)
+        hidden = torch.baddbmm(p["dense_bias"][:, None, :], torch.relu(mha), p["dense_kernel"])
+        return torch.baddbmm(p["head_bias"][:, None, :], hidden, p["head_kernel"])
 
     @staticmethod
     def _loss(logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -417,7 +418,7 @@ class _Live:
                 p = self.views(self.flat.detach().requires_grad_(True))
                 W, gcls, gM = self._tables(p)
                 G = torch.bmm(Lb, W.reshape(R, C, -1))
-                per, ok = self._loss(self._readout(p, G, gcls, gM, 0, R), yb)
+                per, ok = self._loss(self._readout(p, G, gcls, gM), yb)
                 grads = torch.autograd.grad(per.mean(dim=1).sum(), [p[n] for n in names])
             with torch.no_grad():
                 loss_sum += per.detach().sum(dim=1, dtype=torch.float64)
@@ -459,7 +460,7 @@ class _Live:
             G = torch.empty((R, b - a, W.shape[-1]), dtype=self.dtype, device=self.device)
             for (_, lo, hi), L, w in zip(self.slices, self.val_L, Wg, strict=True):
                 torch.bmm(L[:, a:b], w, out=G[lo:hi])
-            per, ok = self._loss(self._readout(p, G, gcls, gM, 0, R), self.yval[:, a:b])
+            per, ok = self._loss(self._readout(p, G, gcls, gM), self.yval[:, a:b])
             ls += per.sum(dim=1, dtype=torch.float64)
             cs += ok.sum(dim=1, dtype=torch.float64)
         return ls / n, cs / n
