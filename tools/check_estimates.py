@@ -110,6 +110,7 @@ def main() -> int:
     for name in names:
         res = check(name)
         if res is None:
+            print(f"[{name}] no paper unit stored: nothing to compare")
             continue
         out.append(res)
         head = f"[{name}] {res['stored']} of {res['units']} paper units stored"
