@@ -145,6 +145,17 @@ def test_fingerprint_ignores_comments_docstrings_and_formatting(tmp_path: Path,
             "            * 2)\n")
     target.write_text(same)
     assert prov.code_fingerprint(["genbounds.m"]) == before
+    target.write_text(SOURCE.replace("    return", "    if x < 0:\n        raise ValueError("
+                                     "f'x must be >= 0, got {x}')\n    return"))
+    guarded = prov.code_fingerprint(["genbounds.m"])
+    assert guarded != before  # a new check is new code
+    target.write_text(SOURCE.replace("    return", "    if x < 0:\n        raise ValueError("
+                                     "'x: negative')\n    return"))
+    assert prov.code_fingerprint(["genbounds.m"]) == guarded  # only its message changed
+    ast1_short = prov.code_fingerprint(["genbounds.m"], "ast1")  # ast1 kept the messages
+    target.write_text(SOURCE.replace("    return", "    if x < 0:\n        raise ValueError("
+                                     "f'x must be >= 0, got {x}')\n    return"))
+    assert prov.code_fingerprint(["genbounds.m"], "ast1") != ast1_short
     target.write_text(SOURCE.replace("* 2", "* 3"))  # a number changes
     assert prov.code_fingerprint(["genbounds.m"]) != before
     target.write_text(SOURCE.replace("sqrt(x)", "sqrt(x + 0)"))

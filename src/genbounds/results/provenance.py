@@ -9,9 +9,11 @@ under tracing); a package stands for every ``.py`` file under it; ``None`` stand
 
 Two schemes (the fingerprint string says which):
 
-* ``ast1:<16 hex>`` (:func:`code_fingerprint`, every result stored since 2026-11-26): each file's
-  *normalised syntax tree* (``ast.dump`` of the parsed file, docstrings removed), so comments,
-  docstrings and formatting, which cannot change a number, do not change the fingerprint;
+* ``ast2:<16 hex>`` (:func:`code_fingerprint`, every result stored since 2026-11-26): each file's
+  *normalised syntax tree* (``ast.dump`` of the parsed file, docstrings and the arguments of
+  ``raise`` removed), so comments, docstrings, error messages and formatting, which cannot
+  change a number, do not change the fingerprint (``ast1:``, a few records of that day, kept
+  the messages);
 * ``<16 hex>`` (:func:`legacy_code_fingerprint`, older records): the files' bytes.
 
 :func:`migrate_record` carries an old record over to the new scheme when the files its
@@ -128,12 +130,17 @@ def check_source_unchanged(modules: Sequence[str] | None = None) -> None:
             "it is not stored; restart the process (kernel) and run again")
 
 
-AST_SCHEME = "ast1"
-"""Prefix of a fingerprint over normalised syntax trees (:func:`code_fingerprint`)."""
+AST_SCHEME = "ast2"
+"""Prefix of a fingerprint over normalised syntax trees (:func:`code_fingerprint`): ``ast2``
+also drops the arguments of ``raise`` (error messages); ``ast1`` (records of 2026-11-26 only)
+kept them and is still read."""
+_AST_SCHEMES = ("ast1", "ast2")
 
 
-def _strip_docstrings(tree: ast.AST) -> None:
+def _strip_docstrings(tree: ast.AST, messages: bool = True) -> None:
     for node in ast.walk(tree):
+        if messages and isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            node.exc.args, node.exc.keywords = [], []  # the message cannot change a number
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
             if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
@@ -141,39 +148,54 @@ def _strip_docstrings(tree: ast.AST) -> None:
                 node.body = body[1:] or [ast.Pass()]
 
 
-def normalized_source(source: bytes | str, filename: str = "<source>") -> str:
-    """The file's syntax tree without docstrings, as text: equal for two sources that differ
-    only in comments, docstrings or formatting (``ValueError`` naming ``filename`` if it does
-    not parse)."""
+def normalized_source(source: bytes | str, filename: str = "<source>",
+                      scheme: str = AST_SCHEME) -> str:
+    """The file's syntax tree without docstrings (and, in ``ast2``, without the arguments of
+    ``raise``), as text: equal for two sources that differ only in comments, docstrings, error
+    messages or formatting (``ValueError`` naming ``filename`` if it does not parse)."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as err:
         raise ValueError(f"{filename} is not valid Python ({err.msg}, line {err.lineno})"
                          ) from None
-    _strip_docstrings(tree)
+    _strip_docstrings(tree, messages=scheme != "ast1")
     return ast.dump(tree, annotate_fields=True, include_attributes=False)
 
 
-def _ast_digest(named_sources: Sequence[tuple[str, bytes]]) -> str:
+_NORMALIZED: dict[tuple[str, str, str], bytes] = {}
+"""Each file's normalised tree, by (path, SHA-256 of its bytes): parsing is 100 times slower
+than hashing bytes, and every load of a stored unit checks its fingerprint."""
+
+
+def _normalized_bytes(rel: str, source: bytes, scheme: str) -> bytes:
+    key = (rel, hashlib.sha256(source).hexdigest(), scheme)
+    if key not in _NORMALIZED:
+        _NORMALIZED[key] = normalized_source(source, rel, scheme).encode()
+    return _NORMALIZED[key]
+
+
+def _ast_digest(named_sources: Sequence[tuple[str, bytes]], scheme: str = AST_SCHEME) -> str:
     digest = hashlib.sha256()
     for rel, source in named_sources:
         digest.update(rel.encode())
         digest.update(b"\0")
-        digest.update(normalized_source(source, rel).encode())
+        digest.update(_normalized_bytes(rel, source, scheme))
         digest.update(b"\0")
-    return f"{AST_SCHEME}:{digest.hexdigest()[:16]}"
+    return f"{scheme}:{digest.hexdigest()[:16]}"
 
 
-def code_fingerprint(modules: Sequence[str] | None = None) -> str:
-    """``"ast1:"`` and 16 hex digits of a SHA-256 over the normalised syntax trees of
+def code_fingerprint(modules: Sequence[str] | None = None, scheme: str = AST_SCHEME) -> str:
+    """``"ast2:"`` and 16 hex digits of a SHA-256 over the normalised syntax trees of
     ``modules``' files (:func:`normalized_source`), file by file, with their paths.
 
     ``modules`` names ``genbounds`` modules or packages (a package covers every ``.py`` file
     under it); ``None`` covers the whole package. ``code_fingerprint(["genbounds"])`` equals
     ``code_fingerprint()``. Comments, docstrings and formatting do not change it.
     """
+    if scheme not in _AST_SCHEMES:
+        raise ValueError(f"scheme must be one of {_AST_SCHEMES}, got {scheme!r}")
     return _ast_digest([(path.relative_to(PACKAGE_DIR).as_posix(), path.read_bytes())
-                        for path in module_files(modules)])
+                        for path in module_files(modules)], scheme)
 
 
 def legacy_code_fingerprint(modules: Sequence[str] | None = None) -> str:
@@ -192,6 +214,9 @@ def _fingerprint_now(fingerprint: str, modules: Sequence[str] | None) -> str:
     """The running code's fingerprint over ``modules`` in the scheme of ``fingerprint``."""
     if fingerprint.startswith(AST_SCHEME + ":"):
         return code_fingerprint(modules)
+    for scheme in _AST_SCHEMES:
+        if fingerprint.startswith(scheme + ":"):
+            return code_fingerprint(modules, scheme)
     return legacy_code_fingerprint(modules)
 
 
@@ -587,8 +612,8 @@ def migrate_record(record: dict[str, Any], modules: Sequence[str]
     p = Provenance.from_record(record)
     wanted = normalize_code_modules(modules, "modules")
     assert wanted is not None
-    if p.code_fingerprint.startswith(AST_SCHEME + ":"):
-        return None, "already fingerprinted with the current scheme"
+    if any(p.code_fingerprint.startswith(s + ":") for s in _AST_SCHEMES):
+        return None, "already fingerprinted over syntax trees"
     commit = p.git_commit
     then_old = code_fingerprint_at(commit, p.code_modules, legacy=True)
     if then_old is None:

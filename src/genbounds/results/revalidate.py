@@ -81,7 +81,7 @@ def migrate_units(exp: Any, scale: str, store: Any, dry_run: bool = False
         record = files.read_unit(unit, store.repair_command)
         assert record is not None  # store.has() said so; read_unit raises on damage
         prov = record.meta["provenance"]
-        if str(prov.get("code_fingerprint", "")).startswith(AST_SCHEME + ":"):
+        if str(prov.get("code_fingerprint", "")).startswith(("ast1:", AST_SCHEME + ":")):
             current = same_code(prov["code_fingerprint"], prov.get("code_modules"), exp.code)
             out.append((unit.key, "new scheme already; " + ("current" if current else "STALE"),
                         current))
