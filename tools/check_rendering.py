@@ -480,14 +480,25 @@ def screenshot(driver: Any, path: Path, width: int, height: int) -> None:
     it out (Chrome's capture-beyond-viewport emulation re-laid out some pages without their
     sidebars, scrolled sideways).
     """
+    from selenium.common.exceptions import TimeoutException
+
     chrome = int(driver.execute_script("return window.outerHeight - window.innerHeight"))
     full = int(driver.execute_script("return document.documentElement.scrollHeight"))
-    try:
-        driver.set_window_size(width, full + chrome)
-        time.sleep(0.5)
+    png = b""
+    for attempt in range(2):  # a tall page on a loaded machine can time the renderer out
+        try:
+            driver.set_window_size(width, full + chrome)
+            time.sleep(0.5 + 2 * attempt)
+            png = driver.get_screenshot_as_png()
+            break
+        except TimeoutException:
+            print(f"check_rendering: screenshot of a {full:,} px page timed out "
+                  f"(try {attempt + 1} of 2)", file=sys.stderr)
+        finally:
+            driver.set_window_size(width, height)
+    if not png:  # the first screen only, rather than no screenshot
+        time.sleep(1)
         png = driver.get_screenshot_as_png()
-    finally:
-        driver.set_window_size(width, height)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png)
 
