@@ -105,7 +105,7 @@ def test_evaluate_names_the_inputs_on_overflow_and_flags_negative_printed_values
     b = Bound(key="t.overflow", paper="p", statement="s", kind=BoundKind.GAP, form="printed",
               needs=("x",), constants={}, fn=boom, verdict=Verdict.FALSE, audit="a",
               counterexample="c")
-    with pytest.raises(ValueError, match=r"\(x\)"):
+    with pytest.raises(ValueError, match=r"^x \(= 1000000.0, the input farthest from 1\)"):
         b.evaluate({"x": 1e6})
     neg = Bound(key="t.negative", paper="p", statement="s", kind=BoundKind.GAP, form="printed",
                 needs=("x",), constants={}, fn=lambda x: BoundValue(-x, BoundKind.GAP),
@@ -117,6 +117,42 @@ def test_evaluate_names_the_inputs_on_overflow_and_flags_negative_printed_values
                 verdict=Verdict.HOLDS, audit="a")
     with pytest.raises(RuntimeError, match="audited"):
         aud.evaluate({"x": 2.0})
+
+
+def test_invalid_inputs_are_refused_up_front_naming_the_argument() -> None:
+    """Issue 28 s.3: NaN/inf, bools, strings and negative norms are refused before the formula
+    runs, even for an argument the formula ignores; a size has an upper limit (no hang at
+    layers = 2**70); a ValueError from inside a bound leads with the argument's name."""
+    import time
+
+    from genbounds.bounds.registry import Bound, BoundKind, BoundValue, Verdict, get
+
+    calls = []
+
+    def ignores_y(x: float, y: float, layers: int) -> BoundValue:
+        calls.append(1)
+        if x > 5:
+            raise ValueError("the product is too large for this statement")
+        return BoundValue(x, BoundKind.GAP)
+
+    b = Bound(key="t.ignores", paper="p", statement="s", kind=BoundKind.GAP, form="printed",
+              needs=("x", "y", "layers"), constants={}, fn=ignores_y, verdict=Verdict.FALSE,
+              audit="a", counterexample="c")
+    assert b.evaluate({"x": 1.0, "y": 2.0, "layers": 2}).value == 1.0
+    for bad, name in (({"y": math.nan}, "y"), ({"y": math.inf}, "y"), ({"y": True}, "y"),
+                      ({"y": "1"}, "y"), ({"y": -1.0}, "y"), ({"layers": 2.0}, "layers"),
+                      ({"layers": 2**70}, "layers"), ({"layers": -1}, "layers")):
+        with pytest.raises(ValueError, match=rf"^{name} must"):
+            b.evaluate({"x": 1.0, "y": 2.0, "layers": 2, **bad})
+    assert len(calls) == 1  # none of them reached the formula
+    with pytest.raises(ValueError, match=r"^x: the product is too large"):
+        b.evaluate({"x": 9.0, "y": 2.0, "layers": 2})
+    deep = get("offset_rademacher.thm_5_3.printed")
+    q = {n: 2 if n in ("layers", "heads", "n", "d", "k", "T", "m") else 1.0 for n in deep.needs}
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="^layers must be an integer in"):
+        deep.evaluate({**q, "layers": 2**70})
+    assert time.perf_counter() - t0 < 1.0
 
 
 def test_array_given_for_a_scalar_constant_is_named() -> None:

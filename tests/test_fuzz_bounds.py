@@ -1,6 +1,8 @@
-"""Every registered bound, fed any input (issue #17): a finite value of the right sign, or a
-``ValueError`` that names an argument; never NaN, inf, a complex number, a negative bound, a
-traceback from deep inside, or a hang.
+"""Every registered bound, fed any input (issues #17, #28 s.3): a finite value of the right
+sign, or a ``ValueError`` whose message *starts with* the name of an argument; never NaN, inf, a
+complex number, a negative bound, a traceback from deep inside, a MemoryError, or a hang (each
+call gets 10 s). An input that is invalid for every argument (NaN, inf, a bool, a string, None,
+an array, a size of 2**70) is refused even where the formula would not use it.
 
 Property-based (hypothesis): each bound's quantities and constants are drawn from valid-looking
 values and from the edges (0, negatives, 1e-300, 1e300, NaN, ±inf, booleans, arrays). A negative
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 
 import numpy as np
 import pytest
@@ -19,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genbounds.bounds import BoundKind, registered
+from genbounds.bounds.registry import SIZES
 
 BOUNDS = registered()
 
@@ -28,18 +32,48 @@ TYPICAL = st.one_of(st.floats(min_value=1e-6, max_value=1e6), st.integers(1, 10*
 
 
 def _name_pattern(names: list[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)))
+    """An argument's name at the very start of the message (anchored: "value must be finite,
+    got nan" names no argument even when a parameter is called ``value``-something)."""
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"^(?:{alternatives})(?![A-Za-z0-9_])")
+
+
+def _always_invalid(name: str, value: object) -> bool:
+    if isinstance(value, bool | str | np.ndarray) or value is None:
+        return True
+    if isinstance(value, float) and not math.isfinite(value):
+        return True
+    return name in SIZES and isinstance(value, int) and value >= 2**70
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise _Hang
 
 
 def _check(bound, quantities: dict, constants: dict) -> None:
     names = [*bound.needs, *bound.constants]
+    invalid = [n for n, v in {**quantities, **constants}.items() if _always_invalid(n, v)]
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(10)
     try:
         value = bound.evaluate(quantities, **constants)
     except ValueError as exc:
         msg = str(exc)
         assert _name_pattern(names).search(msg), (
-            f"{bound.key}: ValueError names no argument ({names}): {msg!r}")
+            f"{bound.key}: ValueError does not start with an argument's name ({names}): {msg!r}")
         return
+    except _Hang:
+        raise AssertionError(f"{bound.key}: no answer in 10 s at {quantities} {constants}"
+                             ) from None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not invalid, (f"{bound.key}: invalid {invalid} accepted (value {value.value!r}) at "
+                         f"{quantities} {constants}")
     v = value.value
     assert isinstance(v, float) and math.isfinite(v), f"{bound.key}: value {v!r}"
     # a measure (a log of norms) may be negative; so may a printed formula outside its range,

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from genbounds.validation import check_positive
+from genbounds.validation import check_positive, is_number
 
 __all__ = [
     "DUDLEY_C_BARTLETT_2017",
@@ -312,16 +312,20 @@ class Bound:
         if unknown:
             raise ValueError(f"unknown constants {sorted(unknown)} for bound {self.key!r}; "
                              f"it takes {sorted(self.constants)}")
-        args: dict[str, Any] = {q: _scalar(quantities[q], q) for q in self.needs}
+        args: dict[str, Any] = {q: _checked(quantities[q], q, need=True) for q in self.needs}
         args.update(self.constants)
-        args.update({c: _scalar(v, c) for c, v in constants.items()})
+        args.update({c: _checked(v, c, need=False) for c, v in constants.items()})
         args.update(self.fixed)
+        given = {k: args[k] for k in [*self.needs, *self.constants]}
         try:
             out = self.fn(**args)
         except (OverflowError, ZeroDivisionError) as exc:  # inputs beyond a float's range
-            names = ", ".join([*self.needs, *self.constants])
-            raise ValueError(f"the inputs ({names}) of bound {self.key!r} are out of the range "
-                             f"a float can hold: {type(exc).__name__}: {exc}") from exc
+            name = _extreme(given)
+            raise ValueError(f"{name} (= {given[name]!r}, the input farthest from 1) and the "
+                             f"other inputs of bound {self.key!r} are out of the range a float "
+                             f"can hold: {type(exc).__name__}: {exc}") from exc
+        except ValueError as exc:  # a check deep inside: the message leads with an argument
+            raise ValueError(_lead_with_name(str(exc), given)) from exc
         if out.kind is not self.kind:
             raise RuntimeError(f"bound {self.key!r} is registered as {self.kind} but returned "
                                f"{out.kind}")
@@ -335,15 +339,80 @@ class Bound:
         return replace(out, choices={**out.choices, "form": self.form}, verdict=self.verdict)
 
 
-def _scalar(value: Any, name: str) -> Any:
-    """Python scalars from 0-d numpy / torch values (sizes stay ints)."""
+LOOP_SIZES = frozenset({"heads", "layers", "L", "n_matrices", "mc_samples", "grid_size"})
+"""Sizes a bound loops over (heads, layers, matrices, Monte Carlo draws, a grid): at most
+:data:`MAX_LOOP_SIZE`, so that a wrong input fails at once instead of running for hours."""
+SIZES = LOOP_SIZES | frozenset({"n", "m", "d", "k", "T", "N", "d_s", "d_m", "r_QK", "r_v",
+                                "r_c", "n_test"})
+"""Quantities and constants that are counts: integers, at most :data:`MAX_SIZE` (:data:`MAX_
+LOOP_SIZE` for :data:`LOOP_SIZES`)."""
+MAX_LOOP_SIZE = 10**6
+MAX_SIZE = 10**15
+"""Beyond any data set or width (and below 2**53, where a float still holds every integer)."""
+SIGNED = frozenset({"log_prod_fro", "log_prod_spec", "mag_logsum"})
+"""Quantities that may be negative (logarithms); every other quantity is a norm, a size, a
+risk or a complexity, and must be >= 0."""
+
+
+def _checked(value: Any, name: str, *, need: bool) -> Any:
+    """``value`` as a Python number, checked before any bound sees it (so that an invalid value
+    is refused even where the formula would not use it): a finite real number (not a bool, a
+    string, an array or NaN/inf); a size an integer in ``[0, MAX_SIZE]`` (``MAX_LOOP_SIZE``
+    for the sizes a bound loops over); a quantity other than a logarithm ``>= 0``. The message
+    starts with ``name``."""
     item = getattr(value, "item", None)
-    if item is not None and getattr(value, "ndim", 0) == 0:
-        return item()
-    if getattr(value, "ndim", 0) != 0:
-        raise ValueError(f"quantities[{name!r}] must be a scalar (one model), got shape "
+    if item is not None and getattr(value, "ndim", None) == 0:
+        value = item()
+    elif getattr(value, "ndim", 0) != 0:
+        raise ValueError(f"{name} must be a scalar (one model), got shape "
                          f"{getattr(value, 'shape', None)}")
+    if not is_number(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    if name in SIZES:
+        limit = MAX_LOOP_SIZE if name in LOOP_SIZES else MAX_SIZE
+        if not isinstance(value, int):
+            raise ValueError(f"{name} must be an integer (a size), got {value!r}")
+        if value < 0 or value > limit:
+            shown = value if abs(value) < 10**20 else f"an integer of {len(str(abs(value)))} digits"
+            raise ValueError(f"{name} must be an integer in [0, {limit:.0e}] (a size), got "
+                             f"{shown}")
+        return value
+    try:
+        v = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} is too large to be a float (an integer of "
+                         f"{len(str(abs(int(value))))} digits)") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if need and name not in SIGNED and v < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
     return value
+
+
+def _extreme(given: Mapping[str, Any]) -> str:
+    """The argument farthest from 1 on a log scale (the likeliest cause of an overflow)."""
+    def distance(v: Any) -> float:
+        try:
+            return abs(math.log10(abs(float(v)))) if v else 400.0
+        except (TypeError, ValueError, OverflowError):
+            return 0.0
+    return max(given, key=lambda k: distance(given[k]))
+
+
+def _lead_with_name(message: str, given: Mapping[str, Any]) -> str:
+    """``message`` if it starts with an argument's name, else that name (the first argument the
+    message mentions, or the one farthest from 1) and a colon put in front."""
+    import re
+
+    names = sorted(given, key=len, reverse=True)
+    head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", message)
+    if head is not None and head.group(0) in given:
+        return message
+    mentioned = [(m.start(), n) for n in names
+                 if (m := re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])",
+                                    message)) is not None]
+    name = min(mentioned)[1] if mentioned else _extreme(given)
+    return f"{name}: {message}"
 
 
 _REGISTRY: dict[str, Bound] = {}
