@@ -20,7 +20,11 @@ if TYPE_CHECKING:  # torch is imported lazily: the results store's workers need 
     import torch
 
 __all__ = [
+    "MAX_CONFIG_INT",
+    "MAX_SEED",
     "check_choice",
+    "check_config",
+    "check_device",
     "check_finite_array",
     "check_finite_tensor",
     "check_float_dtype",
@@ -29,9 +33,18 @@ __all__ = [
     "check_number",
     "check_positive",
     "check_probability",
+    "check_seed",
     "check_seeds",
     "is_number",
 ]
+
+MAX_SEED = 2**63 - 1
+"""The largest seed every generator the package uses takes (torch's ``manual_seed`` refuses
+larger ones)."""
+MAX_CONFIG_INT = 10**12
+"""No size, count or step number of an experiment config is larger: beyond it a config would
+allocate or loop for longer than any machine runs (refused at once, named)."""
+DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
 def is_number(value: Any) -> bool:
@@ -177,3 +190,56 @@ def check_float_dtype(dtype: Any, name: str = "dtype") -> torch.dtype:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"{name} must be a floating-point torch.dtype, got {dtype!r}")
     return dtype
+
+
+def check_device(value: Any, name: str = "device") -> str:
+    """``value`` if it names a device the package runs on: ``auto``, ``cpu``, ``cuda``,
+    ``cuda:N`` or ``mps`` (a typo such as ``"bogus"`` or ``"gpu"`` is refused at once, not
+    when a unit starts hours later)."""
+    if isinstance(value, str) and (value in DEVICES or (
+            value.startswith("cuda:") and value[5:].isdigit() and len(value) <= 10)):
+        return value
+    raise ValueError(f"{name} must be one of {DEVICES} or cuda:N, got {value!r}")
+
+
+def check_seed(value: Any, name: str = "seed") -> int:
+    """``value`` if it is an integer seed in ``[0, MAX_SEED]``."""
+    return check_int(value, name, 0, MAX_SEED)
+
+
+def check_config(config: Any) -> None:
+    """Checks every experiment config shares, by field (a dataclass instance; the config's own
+    ``__post_init__`` checks the rest): ``device`` names a device (:func:`check_device`);
+    ``seed``-like fields (``seed``, ``root_seed``) are seeds (:func:`check_seed`); every other
+    integer, also inside tuples, is at most :data:`MAX_CONFIG_INT` in size; every float,
+    also inside tuples, is finite; no field holds a bool where a number is meant. The message
+    names the field."""
+    import dataclasses
+
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name == "device":
+            check_device(value, f.name)
+        elif f.name in ("seed", "root_seed"):
+            check_seed(value, f.name)
+        else:
+            _check_config_value(value, f.name, f.type)
+
+
+def _check_config_value(value: Any, name: str, annotation: Any) -> None:
+    if isinstance(value, tuple):
+        for item in value:
+            _check_config_value(item, name, None)
+        return
+    numeric = str(annotation) in ("int", "float", "<class 'int'>", "<class 'float'>")
+    if isinstance(value, bool | np.bool_):
+        if numeric:
+            raise ValueError(f"{name} must be a number, got {value!r}")
+        return
+    if isinstance(value, int | np.integer) and abs(int(value)) > MAX_CONFIG_INT:
+        raise ValueError(f"{name} must be at most {MAX_CONFIG_INT:.0e} in size, got "
+                         f"{value if abs(int(value)) < 10**20 else 'a larger integer'}")
+    if isinstance(value, float | np.floating) and not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if numeric and value is not None and not is_number(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")

@@ -110,7 +110,7 @@ from genbounds.models.view import ModelView
 from genbounds.norms import norm_table
 from genbounds.spectral import frobenius_norm, mixed_norm, operator_norm
 from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
-from genbounds.validation import check_int
+from genbounds.validation import check_config, check_int
 
 __all__ = [
     "EXPERIMENT", "FACTORS", "FAMILIES", "LI_KAPPA", "LOSS", "TASKS", "TASK_FAMILY", "TASK_LOSS",
@@ -176,6 +176,7 @@ class Setting:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         if not isinstance(self.task, str) or self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         if not isinstance(self.device, str) or not _DEVICE.fullmatch(self.device):
@@ -233,6 +234,7 @@ class ComparisonConfig:
     joint: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         if (not isinstance(self.bases, tuple) or not self.bases
                 or not all(isinstance(b, Setting) for b in self.bases)):
             raise ValueError(f"bases must be a non-empty tuple of Setting, got {self.bases!r}")

@@ -79,7 +79,7 @@ from genbounds.models import EdelmanTransformer
 from genbounds.results import StoredResult
 from genbounds.spectral import rank_measures
 from genbounds.train import TrainConfig, resolve_device, train_ensemble
-from genbounds.validation import check_choice, check_int, check_positive
+from genbounds.validation import check_choice, check_config, check_int, check_positive
 
 __all__ = [
     "EXPERIMENT", "TASKS", "EffectiveRankConfig", "EffectiveRankUnit", "PowerLaw", "collect",
@@ -121,6 +121,7 @@ class EffectiveRankUnit:
     device: str = "auto"
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         check_choice(self.task, "task", TASKS)
         for name in ("T", "d", "k", "heads", "layers", "m", "n_test", "s", "epochs",
                      "checkpoints", "n_models", "n_rank_inputs", "n_z"):
@@ -176,6 +177,7 @@ class EffectiveRankConfig:
     mnist_ms: tuple[int, ...] = (64, 128, 256, 512)
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         if not isinstance(self.base, EffectiveRankUnit):
             raise ValueError("base must be an EffectiveRankUnit")
         for name in ("tasks", "width_tasks", "depth_tasks", "head_tasks", "length_tasks",

@@ -57,7 +57,13 @@ from genbounds.models.li_transformer import LiTransformer
 from genbounds.norms import norm_table
 from genbounds.offset_complexity import offset_rademacher_linear_l2, offset_rademacher_network
 from genbounds.train import TrainConfig, resolve_device, train_ensemble
-from genbounds.validation import check_choice, check_int, check_nonnegative, check_positive
+from genbounds.validation import (
+    check_choice,
+    check_config,
+    check_int,
+    check_nonnegative,
+    check_positive,
+)
 
 __all__ = [
     "ARCHS", "ARMS", "STUDIES", "ComplexityConfig", "ComplexityUnit", "EXPERIMENT",
@@ -101,6 +107,7 @@ class StudentUnit:
     l11_scale: float = 0.0   # > 0: every W_Q, W_K, W_v, W_c kept in an l_{1,1} ball (study 5)
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         check_choice(self.study, "study", STUDIES)
         check_choice(self.arch, "arch", ARCHS)
         check_choice(self.arm, "arm", ARMS)
@@ -161,6 +168,7 @@ class OffsetRademacherConfig:
     rank_seeds: int = 10
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         for name in ("d", "k", "T", "heads", "layers", "seeds", "steps", "tail_steps",
                      "n_test", "rank_n", "norm_n", "rank_seeds"):
             check_int(getattr(self, name), name)
@@ -511,6 +519,7 @@ class ComplexityUnit:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         check_int(self.n, "n")
         if not isinstance(self.device, str) or not self.device:
             raise ValueError(f"device must be a non-empty string, got {self.device!r}")
@@ -547,6 +556,7 @@ class ComplexityConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         if not isinstance(self.n_values, tuple) or not self.n_values:
             raise ValueError(f"n_values must be a non-empty tuple, got {self.n_values!r}")
         for x in self.n_values:

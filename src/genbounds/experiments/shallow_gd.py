@@ -50,7 +50,7 @@ from genbounds.experiments.registry import Estimate, Experiment, register_experi
 from genbounds.models.shallow_encoder import ShallowEncoder
 from genbounds.norms import norm_table
 from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
-from genbounds.validation import check_choice, check_int, check_positive
+from genbounds.validation import check_choice, check_config, check_int, check_positive
 
 __all__ = [
     "EXPERIMENT", "DATASETS", "PAPER_TABLE1", "ShallowGDConfig", "ShallowGDUnit",
@@ -95,6 +95,7 @@ class ShallowGDUnit:
     device: str = "auto"
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         check_int(self.d_m, "d_m")
         check_int(self.N, "N")
         check_choice(self.dataset, "dataset", tuple(DATASETS))
@@ -142,6 +143,7 @@ class ShallowGDConfig:
     device: str = "auto"
 
     def __post_init__(self) -> None:
+        check_config(self)  # device, seeds, sizes, finite floats (issue 28 s.1)
         for name in ("d_m_values", "N_values"):
             vals = getattr(self, name)
             if not isinstance(vals, tuple) or not vals:
