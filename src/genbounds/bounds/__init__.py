@@ -19,7 +19,12 @@
   Catoni, Gaussian posteriors, Monte Carlo, test-set bound) and
   :mod:`genbounds.bounds.compression` the compression (Occam) bound (chapter 07)
 - :mod:`genbounds.bounds.measures`                 the generalization measures of Jiang et al.
-  (2020) compared in the comparison chapter (kind ``MEASURE``: not bounds)
+  (2020) as Dziugaite et al.'s released code defines them, compared in the comparison chapter
+  (kind ``MEASURE``: not bounds); :mod:`genbounds.bounds.measures_peer` a transliteration of
+  that code, used only to check them
+
+The bounds see models only through the protocols of :mod:`genbounds.protocols`: importing this
+package loads no model family, and the binary kl comes from :mod:`genbounds.kl`.
 
 Importing this package registers every bound: ``registered()`` lists them, and
 ``python -m genbounds bounds`` prints one per line.
