@@ -101,6 +101,14 @@ def test_fused_gives_the_per_T_engine_numbers(fused64: FusedResult) -> None:
         # the kept epoch's validation loss, and the curves at the logged epochs (float32)
         best = ref.history["val_loss"][np.arange(K), ref.best_epoch]
         np.testing.assert_allclose(fr.best_val_loss[sl], best, rtol=1e-10)
+        rows = np.arange(K)
+        for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            h = ref.history[key]
+            np.testing.assert_allclose(fr.at_kept[key][sl], h[rows, ref.best_epoch],
+                                       rtol=1e-6, atol=1e-7, err_msg=key)
+            np.testing.assert_allclose(fr.at_stop[key][sl], h[rows, ref.stopped_epoch],
+                                       rtol=1e-6, atol=1e-7, err_msg=key)
+        assert (fr.at_stop["accuracy"][sl][ref.reached_train_accuracy] == 1.0).all()
         ce = fr.curve_epoch[fr.curve_epoch < ref.history["loss"].shape[1]]
         for key in ("loss", "accuracy", "val_loss", "val_accuracy", "lr"):
             want = ref.history[key][:, ce].astype(np.float32)

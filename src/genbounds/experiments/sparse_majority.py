@@ -75,7 +75,9 @@ ordered by ``T`` then run), all at the kept weights:
   epoch, as computed during training), ``curve_epoch`` and ``curve_loss``, ``curve_accuracy``
   (running, Keras), ``curve_val_loss``, ``curve_val_accuracy``, ``curve_lr``: ``(runs, P)``
   float32 at the epochs that matter (:func:`genbounds.train.fused_protocol.curve_epochs`),
-  NaN after a run stopped; and the scalars ``engine``, ``precision`` (``"fp32 (TF32 off)"`` on
+  NaN after a run stopped; ``at_kept_{loss,accuracy,val_loss,val_accuracy}`` and
+  ``at_stop_...``: those training-time metrics at each run's kept and last epoch; and the
+  scalars ``engine``, ``precision`` (``"fp32 (TF32 off)"`` on
   CUDA), ``cuda_graphs``, ``device_class`` (GPU name and CUDA version, or CPU model and the
   instruction set torch dispatches to), ``torch_build``, ``epochs_run``,
   ``seconds_per_epoch_first_block``.
@@ -579,6 +581,9 @@ def _run_fused(config: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
         add("B_x_aug_l1", l1 + 1.0)
         add("B_x_aug_l2", np.sqrt(l2**2 + 1.0))
         add("group_wall_time_s", np.full(K, wall))
+        for key in fr.at_kept:  # the training-time metrics at the kept and the last epoch
+            add(f"at_kept_{key}", fr.at_kept[key][sl])
+            add(f"at_stop_{key}", fr.at_stop[key][sl])
         add("curve_epoch", np.broadcast_to(fr.curve_epoch, (K, len(fr.curve_epoch))))
         for key, val in fr.curves.items():
             add(f"curve_{key}", val[sl])
