@@ -92,13 +92,19 @@ def test_gpu_tf32_training_keeps_printed_digits() -> None:
 
 @needs_cuda
 def test_gpu_tf32_training_stays_within_a_unit_of_the_last_printed_digit() -> None:
-    """What TF32 training does keep (the H100 measurement above): every accuracy within 2
-    samples of 500 and every loss and l1 norm within 1 % of the fp32 run."""
+    """What TF32 training does keep (the H100 measurements above): every accuracy within 2
+    samples of 300, every loss within 1 % of the fp32 run, and the l1 norm within 2 %.
+
+    The l1 bound was 1 % until the second H100 lease (2026-11-26 16:55 UTC, torch 2.11): one
+    run's l1 norm was 1718.0 in fp32 and 1698.8 in TF32 (1.12 %; the other two runs 0.002 % and
+    0.04 %), while the losses stayed within 1 %. The weights drift further than the printed
+    losses under TF32; the book trains in fp32."""
     a, b = _train("fp32", "cuda"), _train("tf32", "cuda")
     for k in ("train_accuracy", "val_accuracy"):
         assert np.abs(np.asarray(a[k]) - np.asarray(b[k])).max() <= 2 / 300 + 1e-9, k
-    for k in ("train_loss", "val_loss", "l1"):
+    for k in ("train_loss", "val_loss"):
         assert np.allclose(a[k], b[k], rtol=0.01, atol=0), k
+    assert np.allclose(a["l1"], b["l1"], rtol=0.02, atol=0), "l1"
 
 
 @needs_cuda
