@@ -140,11 +140,12 @@ def test_invalid_inputs_are_refused_up_front_naming_the_argument() -> None:
               audit="a", counterexample="c")
     assert b.evaluate({"x": 1.0, "y": 2.0, "layers": 2}).value == 1.0
     for bad, name in (({"y": math.nan}, "y"), ({"y": math.inf}, "y"), ({"y": True}, "y"),
-                      ({"y": "1"}, "y"), ({"y": -1.0}, "y"), ({"layers": 2.0}, "layers"),
+                      ({"y": "1"}, "y"), ({"y": -1.0}, "y"), ({"layers": 2.5}, "layers"),
                       ({"layers": 2**70}, "layers"), ({"layers": -1}, "layers")):
         with pytest.raises(ValueError, match=rf"^{name} must"):
             b.evaluate({"x": 1.0, "y": 2.0, "layers": 2, **bad})
     assert len(calls) == 1  # none of them reached the formula
+    assert b.evaluate({"x": 1.0, "y": 2.0, "layers": 2.0}).value == 1.0  # a size read as 2.0
     with pytest.raises(ValueError, match=r"^x: the product is too large"):
         b.evaluate({"x": 9.0, "y": 2.0, "layers": 2})
     deep = get("offset_rademacher.thm_5_3.printed")

@@ -325,7 +325,9 @@ class Bound:
                              f"other inputs of bound {self.key!r} are out of the range a float "
                              f"can hold: {type(exc).__name__}: {exc}") from exc
         except ValueError as exc:  # a check deep inside: the message leads with an argument
-            raise ValueError(_lead_with_name(str(exc), given)) from exc
+            if len(exc.args) <= 1:  # same type (NotApplicable stays NotApplicable)
+                exc.args = (_lead_with_name(str(exc), given),)
+            raise
         if out.kind is not self.kind:
             raise RuntimeError(f"bound {self.key!r} is registered as {self.kind} but returned "
                                f"{out.kind}")
@@ -370,6 +372,8 @@ def _checked(value: Any, name: str, *, need: bool) -> Any:
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if name in SIZES:
         limit = MAX_LOOP_SIZE if name in LOOP_SIZES else MAX_SIZE
+        if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SIZE:
+            value = int(value)  # a size read from a float array (400.0) is the integer 400
         if not isinstance(value, int):
             raise ValueError(f"{name} must be an integer (a size), got {value!r}")
         if value < 0 or value > limit:
