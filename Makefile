@@ -20,12 +20,14 @@ export PYTHONHASHSEED := 0
 # backend setuptools is a locked pin too). The stamp is not trusted: before every target,
 # tools/venv_check.py checks $(VENV) against the lock (each package's version, the hash of the
 # wheel it came from, every installed file against its RECORD hash; a few seconds) and a
-# mismatch rebuilds $(VENV) from scratch. pip prints one line per package as it goes.
+# mismatch rebuilds $(VENV) from scratch. An environment without the check's manifest (made
+# before it existed) is compared file by file with the lock's hash-checked wheels first, and
+# kept if equal. pip prints one line per package as it goes.
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 .PHONY: venv-check
 venv-check: ;
 $(STAMP): venv-check
-	@rc=0; $(PYTHON) tools/venv_check.py --venv $(VENV) || rc=$$?; \
+	@rc=0; $(PYTHON) tools/venv_check.py --venv $(VENV) --adopt || rc=$$?; \
 	if [ $$rc = 0 ]; then touch $@; exit 0; fi; if [ $$rc != 1 ]; then exit $$rc; fi; \
 	set -ex; \
 	: "== Setting up $(VENV) from requirements.lock (several minutes on a first run)"; \

@@ -206,3 +206,27 @@ def test_the_running_environment_matches_the_lock() -> None:
         pytest.skip(f"{venv} was not installed by the Makefile's hash-checked step")
     assert venv_check.check(venv, ROOT / "requirements.lock", ROOT / "pyproject.toml",
                             files=False) == []
+
+
+def test_adoption_compares_the_installed_files_with_the_wheel(tmp_path) -> None:
+    """An environment made before the manifest existed is kept only if each distribution is,
+    file for file, the installation of the hash-checked wheel (tools/venv_check.py --adopt)."""
+    venv, sp, lock_file, pyproject = _fake_venv(tmp_path)
+    wheel = next((tmp_path / "links").glob("*.whl"))
+    info = sp / "gbtoy-1.0.dist-info"
+    assert venv_check.wheel_problems(wheel, info) == []
+    record = (info / "RECORD").read_text()
+    # another file installed in its place, with a RECORD to match
+    other = base64.urlsafe_b64encode(hashlib.sha256(b"X = 2\n").digest()).rstrip(b"=").decode()
+    (info / "RECORD").write_text(re.sub(r"gbtoy.py,sha256=[^,]+,", f"gbtoy.py,sha256={other},",
+                                        record))
+    assert venv_check.wheel_problems(wheel, info) == [
+        "gbtoy-1.0.dist-info: gbtoy.py is not the wheel's"]
+    # a file the wheel does not have, with a hash in RECORD
+    (info / "RECORD").write_text(record + "evil.py,sha256=" + other + ",6\n")
+    assert venv_check.wheel_problems(wheel, info) == [
+        "gbtoy-1.0.dist-info: evil.py is installed but not in the wheel"]
+    # what pip adds itself is not a difference
+    (info / "RECORD").write_text(record + "../../../bin/gbtoy,sha256=" + other + ",6\n"
+                                 + "gbtoy-1.0.dist-info/INSTALLER,sha256=" + other + ",4\n")
+    assert venv_check.wheel_problems(wheel, info) == []

@@ -142,6 +142,154 @@ def write_manifest(venv: Path, report: Path, lock_path: Path, pyproject: Path) -
     (venv / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
+#: Files pip writes into an installed distribution that are not in its wheel.
+PIP_WRITTEN = {"INSTALLER", "REQUESTED", "direct_url.json", "RECORD"}
+
+
+def _record(text: str) -> dict[str, str]:
+    """``{path: "sha256=..."}`` of the RECORD entries that carry a hash."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.rsplit(",", 2)
+        if len(parts) == 3 and parts[1]:
+            out[parts[0]] = parts[1]
+    return out
+
+
+def wheel_problems(wheel: Path, info: Path) -> list[str]:
+    """How the distribution installed at ``info`` (its dist-info directory) differs from the
+    files of ``wheel`` as the wheel's own RECORD lists them ([] when it is that wheel's
+    installation): every file of the wheel installed with its hash, no hashed file that is not
+    the wheel's except the scripts pip writes into ``bin/`` and pip's own dist-info files."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as z:
+        records = [n for n in z.namelist() if n.endswith(".dist-info/RECORD") and n.count("/") == 1]
+        if len(records) != 1:
+            return [f"{wheel.name}: no single .dist-info/RECORD"]
+        inside = _record(z.read(records[0]).decode())
+    installed = _record((info / "RECORD").read_text())
+    # where each file of the wheel lands, relative to site-packages, and its hash (None: a
+    # script, whose first line pip rewrites)
+    expected: dict[str, str | None] = {}
+    headers: dict[str, str] = {}
+    for path, digest in inside.items():
+        top, _, rest = path.partition("/")
+        if not top.endswith(".data"):
+            expected[path] = digest
+            continue
+        kind, _, sub = rest.partition("/")
+        if kind in ("purelib", "platlib"):
+            expected[sub] = digest
+        elif kind == "data":
+            expected["../../../" + sub] = digest
+        elif kind == "scripts":
+            expected["../../../bin/" + sub] = None
+        else:  # headers, under include/site/pythonX.Y/<name>/
+            headers[sub] = digest
+    problems = [f"{info.name}: {path} is not the wheel's" for path, digest in expected.items()
+                if digest is not None and installed.get(path) != digest]
+    for path, digest in installed.items():
+        name = path.rsplit("/", 1)[-1]
+        if path in expected or path.startswith("../../../bin/") or (
+                path.startswith(info.name + "/") and name in PIP_WRITTEN):
+            continue
+        if path.startswith("../../../include/") and any(
+                path.endswith("/" + h) and digest == d for h, d in headers.items()):
+            continue
+        problems.append(f"{info.name}: {path} is installed but not in the wheel")
+    return problems
+
+
+def _is_pure(info: Path) -> bool:
+    tags = re.findall(r"^Tag:\s*(\S+)", (info / "WHEEL").read_text(errors="replace"), re.M)
+    return bool(tags) and all(tag.endswith("-none-any") for tag in tags)
+
+
+def _download(venv: Path, lock_path: Path, dest: Path, *, pure: bool
+              ) -> tuple[dict[str, tuple[Path, str]], list[str]]:
+    """The wheels of ``lock_path`` fetched hash-checked by the environment's pip (pure-Python
+    ones only with ``pure``): ``{name: (file, sha256)}`` and what went wrong."""
+    import subprocess
+
+    cmd = [str(venv / "bin" / "python"), "-m", "pip", "download", "--disable-pip-version-check",
+           "--require-hashes", "--no-deps", "--only-binary", ":all:", "--progress-bar", "off",
+           "--quiet", "-d", str(dest), "-r", str(lock_path)]
+    if pure:
+        version = site_packages(venv).parent.name.removeprefix("python")  # e.g. 3.11
+        cmd += ["--platform", "any", "--implementation", "cp", "--abi", "none",
+                "--python-version", version]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        return {}, [f"pip download of the locked wheels failed: "
+                    f"{(res.stderr.strip().splitlines() or ['?'])[-1]}"]
+    wheels: dict[str, tuple[Path, str]] = {}
+    for w in dest.glob("*.whl"):
+        parsed = lock.wheel_parts(w.name)
+        if parsed is not None:
+            wheels[parsed[0]] = (w, sha256_file(w))
+    return wheels, []
+
+
+def _compare(locked: dict[str, tuple[str, set[str]]], have: dict[str, tuple[str, Path]],
+             wheels: dict[str, tuple[Path, str]]) -> dict[str, list[str]]:
+    """For each locked name: what differs between its installation and its fetched wheel."""
+    out: dict[str, list[str]] = {}
+    for name, (version, hashes) in sorted(locked.items()):
+        if name not in have:
+            out[name] = [f"{name}: locked but not installed"]
+        elif name not in wheels or wheels[name][1] not in hashes:
+            out[name] = [f"{name}: no hash-checked wheel was fetched"]
+        elif lock._public(have[name][0]) != version:
+            out[name] = [f"{name}: {have[name][0]} installed, lock pins {version}"]
+        else:
+            out[name] = wheel_problems(wheels[name][0], have[name][1])
+    return out
+
+
+def adopt(venv: Path, lock_path: Path, pyproject: Path) -> list[str]:
+    """Write the manifest of an environment installed without one (by an older Makefile, or a
+    cache made before it) when every locked distribution in it is, file for file, the
+    installation of a wheel whose hash is in the lock: the wheels are fetched by the
+    environment's pip with ``--require-hashes`` (from pip's cache when it is warm), each
+    hashed again here, and compared with what is installed (:func:`wheel_problems`). Returns
+    what differs ([] once adopted); the full :func:`check` runs afterwards."""
+    import tempfile
+
+    locked = parse_lock(lock_path)
+    sp = site_packages(venv)
+    have = installed(sp)
+    extra = sorted(set(have) - set(locked) - UNLOCKED)
+    if extra:
+        return [f"{n}: installed but not in the lock" for n in extra]
+    with tempfile.TemporaryDirectory(prefix="venv-adopt-") as tmp:
+        wheels, problems = _download(venv, lock_path, Path(tmp) / "first", pure=False)
+        found = _compare(locked, have, wheels)
+        # pip prefers a compiled wheel to a pure one of the same version; an environment may
+        # hold the pure one (both are locked): compare those with the pure wheel as well
+        pure = sorted(n for n, p in found.items() if p and _is_pure(have[n][1]))
+        if pure:
+            text = lock_path.read_text()
+            mini = Path(tmp) / "pure.lock"
+            mini.write_text("".join(m.group(0) + "\n" for m in ENTRY.finditer(text)
+                                    if lock._canonical(m.group(1)) in pure))
+            more, more_problems = _download(venv, mini, Path(tmp) / "pure", pure=True)
+            problems += more_problems
+            found.update({n: p for n, p in _compare(locked, have, more).items() if n in pure})
+            wheels.update({n: w for n, w in more.items() if n in pure})
+        for found_problems in found.values():
+            problems += found_problems
+        dists = {name: {"version": have[name][0], "wheel_sha256": wheels[name][1],
+                        "record_sha256": sha256_file(have[name][1] / "RECORD")}
+                 for name in found if name in wheels}
+    if problems:
+        return problems
+    manifest = {"lock_sha256": sha256_file(lock_path), "pyproject_sha256": sha256_file(pyproject),
+                "dists": dists, "adopted": True}
+    (venv / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return []
+
+
 def check(venv: Path, lock_path: Path, pyproject: Path, *, files: bool = True) -> list[str]:
     """What differs between ``venv`` and the lock ([] when nothing does)."""
     if not (venv / "bin" / "python").exists():
@@ -195,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pyproject", type=Path, default=ROOT / "pyproject.toml")
     parser.add_argument("--write-manifest", type=Path, metavar="REPORT",
                         help="pip's --report of the install: write the manifest, then check")
+    parser.add_argument("--adopt", action="store_true",
+                        help="an environment without a manifest: compare it file by file with "
+                             "the hash-checked wheels of the lock and, if equal, write one")
     parser.add_argument("--no-files", action="store_true",
                         help="skip hashing the installed files (versions and wheels only)")
     args = parser.parse_args(argv)
@@ -211,6 +362,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.write_manifest:
         write_manifest(args.venv, args.write_manifest, args.lock, args.pyproject)
+    elif args.adopt and (args.venv / "bin" / "python").exists() \
+            and not (args.venv / MANIFEST).exists():
+        print(f"venv_check: {args.venv} has no manifest: comparing it with the locked wheels",
+              file=sys.stderr)
+        found = adopt(args.venv, args.lock, args.pyproject)
+        if found:
+            print(f"venv_check: {args.venv} is not the lock's installation:", file=sys.stderr)
+            for p in found[:10]:
+                print(f"  {p}", file=sys.stderr)
+            return 1
     problems = check(args.venv, args.lock, args.pyproject, files=not args.no_files)
     if problems:
         print(f"venv_check: {args.venv} does not match {args.lock.name}:", file=sys.stderr)
