@@ -25,6 +25,10 @@ manifest lives inside ``.venv``: the check catches a stale, reused or edited env
 attacker who rewrites the manifest along with the files.
 
 After an install, ``--write-manifest REPORT`` writes the manifest from pip's report, then checks.
+With ``--adopt`` (``make`` passes it), an environment that has no manifest (installed before the
+check existed, or restored from an older cache) is compared file by file with the lock's
+hash-checked wheels and, if it is their installation, given a manifest instead of being
+rebuilt (:func:`adopt`).
 """
 
 from __future__ import annotations
