@@ -25,6 +25,11 @@ absolute times are noisy; the ratios are what count). Sections (``--sections``):
     throughput (:func:`genbounds.estimates.matmul_gflops`, 1024 x 1024 products on CPU), for the
     sparse-majority model (K = 5, T = 200, minibatches of 128) and the shallow encoder
     (d_m = 1024, N = 400 full batch, K = 3).
+``protocol`` (not in the default set: a few minutes on a CPU)
+    The whole sparse-majority protocol (every run of every T, 50 runs, 10,000 validation
+    samples), seconds per epoch: the fused engine (:mod:`genbounds.train.fused_protocol`, CUDA
+    graphs on a GPU) against today's per-T ensembles, in the same process
+    (:func:`bench_protocol`).
 ``notebooks`` (not in the default set: minutes each)
     Figure 5: wall time of every ``notebooks/*.md`` at quick scale, executed under nbval
     exactly as ``make test`` does.
@@ -93,7 +98,8 @@ __all__ = [
 ]
 
 #: The sections of a run (``notebooks`` only when asked for).
-SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "notebooks", "fit")
+SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "notebooks", "fit",
+            "protocol")
 DEFAULT_SECTIONS = ("training", "validation", "epoch", "svd", "roofline")
 
 D, HEADS, KEY_DIM, N_TRAIN, BATCH, S = 64, 2, 64, 300, 128, 9
@@ -637,6 +643,9 @@ def _extra_sections(sections: Sequence[str], T_values: Sequence[int], K_values: 
     if "notebooks" in sections:
         say("notebooks at quick scale under nbval")
         extra["notebooks"] = bench_notebooks()
+    if "protocol" in sections:
+        say("the whole protocol (50 runs): fused engine against per-T ensembles")
+        extra["protocol"] = bench_protocol(device=str(dev))
     if "fit" in sections:
         say(f"epochs to training accuracy 1.0 at T = {list(T_values)} (authors' protocol)")
         extra["fit"] = [measure_epochs_to_fit(T, max(K_values), n_val, sizes["fit_epochs"],
@@ -791,6 +800,16 @@ def _extra_lines(result: dict[str, Any]) -> list[str]:
                          f"{r['wall_s']:.0f} s: reached {r['reached']}, left the plateau at "
                          f"{r['left_plateau']}, final running accuracy "
                          f"{[round(a, 3) for a in r['final_running_accuracy']]}")
+    if "protocol" in result:
+        r = result["protocol"]
+        lines += ["", f"The whole protocol ({r['runs']} runs, {r['n_val']:,} validation samples), "
+                      f"seconds per epoch on {r['device_name']}"]
+        lines.append(f"  fused engine {r['fused_s_per_epoch']:.3f} s (graphs "
+                     f"{r['fused_graphs']}, {r['fused_precision']})")
+        if "ensemble_s_per_epoch" in r:
+            lines.append(f"  per-T ensembles {r['ensemble_s_per_epoch']:.3f} s: fused "
+                         f"{r['speedup']:.2f}x (load {r['load_before']:.1f} -> "
+                         f"{r['load_after']:.1f})")
     if "notebooks" in result:
         lines += ["", "(5) Notebooks at quick scale under nbval"]
         for n in result["notebooks"]:

@@ -80,7 +80,8 @@ ordered by ``T`` then run), all at the kept weights:
   scalars ``engine``, ``precision`` (``"fp32 (TF32 off)"`` on
   CUDA), ``cuda_graphs``, ``device_class`` (GPU name and CUDA version, or CPU model and the
   instruction set torch dispatches to), ``torch_build``, ``epochs_run``,
-  ``seconds_per_epoch_first_block``.
+  ``seconds_per_epoch_first_block``, ``segments`` (which device ran which epochs, when the
+  unit was interrupted and resumed).
 
 Interrupted units (``reproduce --budget-minutes``). A unit run under
 :func:`genbounds.train.unit_checkpoint` is one stage of the unit checkpoint: when the budget is
@@ -596,6 +597,7 @@ def _run_fused(config: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
         "torch_build": f"{torch.__version__} (CUDA {torch.version.cuda})",
         "seconds_per_epoch_first_block": float(secs[0]) if secs else float("nan"),
         "epochs_run": int(fr.epochs_run),
+        "segments": " | ".join(fr.segments),
     })
     if not secs:
         del out["seconds_per_epoch_first_block"]

@@ -201,7 +201,8 @@ class FusedResult:
     stopped) for ``loss``, ``accuracy`` (running, Keras), ``val_loss``, ``val_accuracy`` and
     ``lr``, ``wall_time_s``, ``epochs_run``, ``device`` and ``precision``, ``graphs`` (whether
     CUDA graphs ran), ``epoch_seconds`` (host-measured seconds per epoch of each block:
-    ``(epochs, live runs, seconds)`` rows).
+    ``(epochs, live runs, seconds)`` rows), ``segments`` (the device of each stretch of
+    epochs: a resumed computation may have continued on another machine).
     """
 
     best_state: dict[str, torch.Tensor]
@@ -219,6 +220,7 @@ class FusedResult:
     precision: str
     graphs: bool
     epoch_seconds: list[tuple[int, int, float]] = field(default_factory=list)
+    segments: list[str] = field(default_factory=list)
 
 
 def curve_epochs(max_epochs: int, per_decade: int = 100, dense: int = 100) -> np.ndarray:
@@ -534,6 +536,15 @@ class _Live:
 # ---------------------------------------------------------------------------------------------
 
 
+def _device_label(device: torch.device) -> str:
+    """The device class a bitwise claim holds for: GPU name, CUDA and torch builds, or the CPU's
+    instruction set torch dispatches to, and the torch build."""
+    if device.type == "cuda":
+        return (f"{torch.cuda.get_device_name(device)}, CUDA {torch.version.cuda}, "
+                f"torch {torch.__version__}, TF32 off")
+    return f"cpu ({torch.backends.cpu.get_cpu_capability()}), torch {torch.__version__}"
+
+
 def _check_groups(groups: Sequence[FusedGroup]) -> None:
     if not isinstance(groups, Sequence) or len(groups) == 0:
         raise ValueError("groups must be a non-empty sequence of FusedGroup")
@@ -567,6 +578,7 @@ def _initial_state(groups: Sequence[FusedGroup], dtype: Any) -> dict[str, Any]:
         "at_stop": np.full((R, 4), np.nan, dtype=np.float32),
         "epoch": 0,
         "elapsed": 0.0,
+        "segments": [],
     }
 
 
@@ -596,6 +608,7 @@ def _storable_state(st: dict[str, Any], rng_states: dict[int, Any]) -> dict[str,
         "at_kept": st["at_kept"], "at_stop": st["at_stop"],
         "rngs": [rng_states[int(i)] for i in live],
         "epoch": int(st["epoch"]), "elapsed": float(st["elapsed"]),
+        "segments": list(st["segments"]),
     }
 
 
@@ -611,6 +624,7 @@ def _restore(st: dict[str, Any], saved: dict[str, Any], rngs: list[np.random.Gen
         rngs[int(i)].bit_generator.state = s
     st["epoch"] = int(saved["epoch"])
     st["elapsed"] = float(saved["elapsed"])
+    st["segments"] = [str(x) for x in saved.get("segments", [])]
 
 
 class _Curves:
@@ -696,6 +710,8 @@ def train_fused(
             return _result_from_storable(stage.result)
         if stage.partial is not None:
             _restore(st, stage.partial, rngs)
+    # which machine ran which epochs (a resumed computation may continue on another device)
+    st["segments"].append(f"epochs {int(st['epoch'])}-: {_device_label(device)}")
     curves = _Curves(R, settings.max_epochs, curves_path)
     curves.load(int(st["epoch"]))
     elapsed_before = float(st["elapsed"])
@@ -785,7 +801,7 @@ def train_fused(
         wall_time_s=elapsed_before + time.perf_counter() - t0,
         epochs_run=int(max(st["stopped_epoch"].max() + 1, 0)), device=str(device),
         precision="fp32 (TF32 off)" if device.type == "cuda" else "fp32",
-        graphs=use_graphs, epoch_seconds=timings)
+        graphs=use_graphs, epoch_seconds=timings, segments=list(st["segments"]))
     if stage is not None:
         stage.finish(_result_storable(res))
         curves.save()
@@ -799,7 +815,8 @@ def _result_storable(res: FusedResult) -> dict[str, Any]:
             "at_kept": res.at_kept, "at_stop": res.at_stop,
             "curves": res.curves, "wall_time_s": res.wall_time_s, "epochs_run": res.epochs_run,
             "device": res.device, "precision": res.precision, "graphs": res.graphs,
-            "epoch_seconds": [list(t) for t in res.epoch_seconds]}
+            "epoch_seconds": [list(t) for t in res.epoch_seconds],
+            "segments": list(res.segments)}
 
 
 def _result_from_storable(d: dict[str, Any]) -> FusedResult:
@@ -813,4 +830,5 @@ def _result_from_storable(d: dict[str, Any]) -> FusedResult:
         curves={k: np.asarray(v) for k, v in d["curves"].items()},
         wall_time_s=float(d["wall_time_s"]), epochs_run=int(d["epochs_run"]),
         device=str(d["device"]), precision=str(d["precision"]), graphs=bool(d["graphs"]),
-        epoch_seconds=[(int(a), int(b), float(c)) for a, b, c in d["epoch_seconds"]])
+        epoch_seconds=[(int(a), int(b), float(c)) for a, b, c in d["epoch_seconds"]],
+        segments=[str(x) for x in d.get("segments", [])])
