@@ -1,4 +1,4 @@
-"""Format the chapters' code cells to the book's column: ``ruff format`` at 79 characters.
+"""Format the chapters' code cells to the book's column: ``ruff format`` at 75 characters.
 
 The chapters are jupytext MyST files (``notebooks/*.md``). Only the bodies of ``{code-cell}``
 blocks change: each is formatted by ``ruff format`` (the version pinned in the environment) at
@@ -13,8 +13,12 @@ blocks change: each is formatted by ``ruff format`` (the version pinned in the e
 ``ruff format`` never splits); they fail the check too. A cell whose code does not parse is left
 as it is and reported (exit 1).
 
-Why 79: the text column of the book is about 690 px at 1,280 px, and a code line of the theme's
-monospace font is about 8.4 px a character, so about 80 characters fit without a scrollbar.
+Why 75: measured in the built book (tools/check_rendering.py, headless Chromium at 1,280 px):
+a code cell's box holds 76 characters of the theme's monospace font (8.6 px each); a line of 77
+scrolls by 9 px, of 79 by 26 px. One character is kept in reserve.
+
+Every cell's syntax tree is checked to be the same before and after (comments and layout are
+all that change); a cell that would change is left as it is and reported.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LINE_LENGTH = 79
+LINE_LENGTH = 75
 _OPEN = re.compile(r"^(`{3,})\{code-cell\}")
 _MAGIC = re.compile(r"^(\s*)([%!].*)$")
 _MAGIC_MARK = "# __format_notebooks_magic__ "
@@ -146,6 +150,8 @@ def format_code(code: str, width: int = LINE_LENGTH, ruff: str | None = None) ->
                 body = again
         except (ValueError, SyntaxError):
             pass  # the split changed the meaning or the syntax: keep the long line
+    if ast.dump(ast.parse(body)) != ast.dump(ast.parse(hidden)):  # never change the program
+        raise ValueError("formatting would change the cell's syntax tree")
     body = body.rstrip("\n")
     return "\n".join(ln.replace(_MAGIC_MARK, "", 1) for ln in body.split("\n"))
 
