@@ -206,8 +206,11 @@ for (const img of article.querySelectorAll('img')) {
   const src = img.getAttribute('src') || '';
   if (/\.svg(\?|$)/i.test(src)) out.svgImages.push(img.currentSrc || img.src);
 }
+// text set as code (`name`) is a deliberate reference to the code, not a label in words
 for (const cell of article.querySelectorAll('table th, table td:first-child, figcaption')) {
-  out.labels.push(cell.textContent);
+  const c = cell.cloneNode(true);
+  c.querySelectorAll('code, kbd, samp, pre').forEach((e) => e.remove());
+  out.labels.push(c.textContent);
 }
 out.height = document.documentElement.scrollHeight;
 for (const img of document.images) {
