@@ -38,6 +38,7 @@ PAGE = """<!DOCTYPE html>
 <div class="cell tag_expect-nan"><div class="cell_output"><pre>ratio at n = 0: nan</pre></div></div>
 <div class="cell"><div class="cell_output"><pre>info: 0.25; ||W_c||_{{1,inf}} 7.6</pre>
 </div></div>
+<table><tr><td><code>dist.init</code> (a code name set as code is not a label)</td></tr></table>
 {body}
 </article></body></html>
 """
