@@ -197,10 +197,10 @@ def test_chmod_000_directory_is_a_named_error(shared_dir) -> None:
 def test_unwritable_new_store_is_a_named_error(tmp_path, fake, capsys, monkeypatch) -> None:
     from genbounds.results import files
 
-    def full(path: Path, data: bytes) -> None:
+    def full(path: Path, data: bytes) -> Path:
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(files, "atomic_write", full)
+    monkeypatch.setattr(files, "write_temporary", full)
     code = _reproduce(tmp_path / "new")
     err = capsys.readouterr().err
     assert code == DAMAGE_EXIT_CODE and "disk is full" in err

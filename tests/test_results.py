@@ -147,15 +147,15 @@ def test_code_change_policy(tmp_path, monkeypatch) -> None:
 def test_interrupted_write_leaves_no_result(tmp_path, monkeypatch) -> None:
     store = ResultStore(tmp_path, namespace="quick")
     calls = {"n": 0}
-    real = results.files.atomic_write
+    real = results.files.write_temporary
 
     def failing(path, data):
         calls["n"] += 1
         if path.suffix == ".json":
             raise KeyboardInterrupt  # interrupted between the arrays and the commit point
-        real(path, data)
+        return real(path, data)
 
-    monkeypatch.setattr(results.files, "atomic_write", failing)
+    monkeypatch.setattr(results.files, "write_temporary", failing)
     with pytest.raises(KeyboardInterrupt):
         store.run(Cfg(5), experiment, device="cpu")
     assert not store.has(Cfg(5))

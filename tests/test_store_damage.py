@@ -308,15 +308,15 @@ def test_bad_arguments(tmp_path) -> None:
 def test_a_write_in_progress_is_not_mistaken_for_damage(tmp_path, monkeypatch) -> None:
     store, jobs, unit = _stored(tmp_path)
     arrays_in_place = threading.Event()
-    real = results.files.atomic_write
+    real = results.files.commit_temporary
 
-    def slow_commit(path: Path, data: bytes) -> None:
-        real(path, data)
+    def slow_commit(tmp: Path, path: Path) -> None:
+        real(tmp, path)
         if path.suffix == ".npz":  # new arrays next to the old JSON: a mismatched pair on disk
             arrays_in_place.set()
             time.sleep(0.5)
 
-    monkeypatch.setattr(results.files, "atomic_write", slow_commit)
+    monkeypatch.setattr(results.files, "commit_temporary", slow_commit)
     new_x = np.arange(6.0).reshape(3, 2)
     writer = threading.Thread(target=lambda: store.save(
         jobs[1], {"x": new_x}, {"total": 15.0}, device="cpu", wall_time_s=0.0))

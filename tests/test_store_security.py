@@ -264,26 +264,25 @@ def test_scale_must_name_a_namespace(tmp_path, capsys) -> None:
     assert "invalid choice" in capsys.readouterr().err
 
 
-def test_a_full_disk_is_named_and_leaves_a_listed_leftover(tmp_path, monkeypatch) -> None:
+def test_a_full_disk_is_named_and_leaves_nothing(tmp_path, monkeypatch) -> None:
     store, jobs, unit = _stored(tmp_path)
-    real = results.files.atomic_write
+    real = results.files.write_temporary
 
-    def full(path: Path, data: bytes) -> None:
+    def full(path: Path, data: bytes) -> Path:
         if path.suffix == ".json":
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, data)
+        return real(path, data)
 
-    monkeypatch.setattr(results.files, "atomic_write", full)
+    monkeypatch.setattr(results.files, "write_temporary", full)
     new = Job(9, 9)
     with pytest.raises(DamagedResultError, match="disk is full") as info:
         store.run(new, compute, device="cpu")
     err = info.value
     assert err.path == store.unit(new).json and "nothing was committed" in err.problem
-    monkeypatch.setattr(results.files, "atomic_write", real)
+    monkeypatch.setattr(results.files, "write_temporary", real)
     assert store.load(new) is None  # no result
-    found = check_store(store.root)
-    assert [(d.kind, d.path) for d in found] == [("leftover", store.unit(new).npz)]
-    assert len(repair_store(store.root)) == 1 and check_store(store.root) == []
+    # the pair is written as temporary files first: the failed write removed its own
+    assert store.unit(new).existing() == () and check_store(store.root) == []
 
 
 def test_a_file_size_limit_stops_the_write_with_a_message(tmp_path) -> None:
