@@ -10,7 +10,7 @@ from genbounds.bounds.registry import registered
 
 
 def test_known_names_have_words() -> None:
-    assert labels.label("log.sum.of.spec") == "sum of log spectral norms"
+    assert labels.label("log.sum.of.spec") == "log sum of spectral norms (balanced)"
     assert labels.label("catoni2007pac") == "Catoni"
     assert labels.label("trauger_tewari.cor_4_1_1.audited") == (
         "Trauger & Tewari, Cor. 4.1.1 (audited)")
@@ -40,7 +40,7 @@ def test_code_names() -> None:
     assert {"log.sum.of.spec", "mnist_shallow", "catoni2007pac", "dist.init"} <= names
     assert "seed" not in names and "gap" not in names  # plain words
     assert labels.is_code_name("pacbayes.mag.init") and labels.is_code_name("nuclear_rank_ratio")
-    assert not labels.is_code_name("sum of log spectral norms")
+    assert not labels.is_code_name("log sum of spectral norms (balanced)")
     assert not labels.is_code_name("Thm. 4.1")
 
 

@@ -8,7 +8,7 @@ figure label, legend entry, title, table row and column of the book goes through
 (``tools/check_rendering.py``) fails a page that shows one of :func:`code_names` instead.
 
     >>> label("log.sum.of.spec")
-    'sum of log spectral norms'
+    'log sum of spectral norms (balanced)'
     >>> label("trauger_tewari.cor_4_1_1.audited")
     'Trauger & Tewari, Cor. 4.1.1 (audited)'
 
@@ -46,13 +46,13 @@ LABELS: dict[str, str] = {
     # Jiang et al.'s (2020) generalization measures, by the names their released code uses
     "num.params": "number of parameters",
     "log.prod.of.spec": "log product of spectral norms",
-    "log.sum.of.spec": "sum of log spectral norms",
+    "log.sum.of.spec": "log sum of spectral norms (balanced)",
     "log.prod.of.fro": "log product of Frobenius norms",
-    "log.sum.of.fro": "sum of log Frobenius norms",
+    "log.sum.of.fro": "log sum of Frobenius norms (balanced)",
     "log.prod.of.spec.over.margin": "log product of spectral norms / margin",
-    "log.sum.of.spec.over.margin": "sum of log spectral norms / margin",
+    "log.sum.of.spec.over.margin": "log sum of spectral norms (balanced) / margin",
     "log.prod.of.fro.over.margin": "log product of Frobenius norms / margin",
-    "log.sum.of.fro.over.margin": "sum of log Frobenius norms / margin",
+    "log.sum.of.fro.over.margin": "log sum of Frobenius norms (balanced) / margin",
     "dist.init": "distance from initialisation",
     "param.norm": "parameter norm",
     "inverse.margin": "inverse margin",
