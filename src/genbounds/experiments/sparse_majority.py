@@ -515,14 +515,16 @@ def _run_fused(config: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
 
         knobs["progress"] = tick
     else:  # a line on stderr about every 30 s (the logs of a budgeted GPU run)
-        last = [time.perf_counter()]
+        last = [time.perf_counter(), 0.0]
 
         def log(epoch: int, total: int, live: int) -> None:
             now = time.perf_counter()
             if now - last[0] >= 30.0 or live == 0 or epoch >= total:
-                last[0] = now
+                rate = (now - last[0]) / max(epoch - last[1], 1) * 1e3
+                last[0], last[1] = now, float(epoch)
                 print(f"sparse_majority (fused): epoch {epoch} of {total}, {live} runs live, "
-                      f"{now - t0:.0f} s", file=sys.stderr, flush=True)
+                      f"{now - t0:.0f} s, {rate:.2f} ms per epoch lately", file=sys.stderr,
+                      flush=True)
 
         knobs["progress"] = log
     try:

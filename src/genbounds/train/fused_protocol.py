@@ -584,8 +584,12 @@ def _initial_state(groups: Sequence[FusedGroup], dtype: Any) -> dict[str, Any]:
 
 def _stage_tag(groups: Sequence[FusedGroup], settings: FusedSettings, dtype: torch.dtype,
                heads: int, key_dim: int) -> str:
+    """What identifies the computation: the rules, dtype, sizes, data, initial weights and
+    shuffling seeds. Not the execution knobs (``sync_every``, graphs, device): a checkpoint
+    may be resumed with others, exactly in real arithmetic (bitwise only with the same knobs
+    on the same device class)."""
     rules = {k: getattr(settings, k) for k in ("lr", "momentum", "lr_decay", "lr_floor",
-                                               "batch_size", "max_epochs", "sync_every")}
+                                               "batch_size", "max_epochs")}
     digest = fingerprint(
         "fused-sparse-majority/1", rules, str(dtype), heads, key_dim,
         [(g.T, g.bits_train, g.y_train, g.bits_val, g.y_val, g.bit_embeddings, g.cls_embedding,
