@@ -49,6 +49,7 @@ import shutil
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -527,7 +528,11 @@ def load(driver: Any, url: str, mathjax_timeout_s: float = 60.0) -> dict[str, An
 def svg_texts(path: Path) -> list[str]:
     """The text of every ``<text>`` element of an SVG file (a figure's labels, when matplotlib
     writes text as text: ``svg.fonttype = 'none'``)."""
-    soup = BeautifulSoup(path.read_text(encoding="utf-8", errors="replace"), "html.parser")
+    from bs4 import XMLParsedAsHTMLWarning
+
+    with warnings.catch_warnings():  # an SVG is XML; the HTML parser reads its text fine
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(path.read_text(encoding="utf-8", errors="replace"), "html.parser")
     return [t.get_text(" ") for t in soup.find_all("text")]
 
 
