@@ -75,6 +75,7 @@ from __future__ import annotations
 import io
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -345,6 +346,7 @@ class _Live:
         self.lrs = torch.zeros((B,), dtype=dtype, device=device)
         self.metrics = torch.zeros((B, 4, R), dtype=torch.float32, device=device)
         self.graph: Any = None
+        self.graph_error = ""
 
     def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
         """The parameters as views of a flat ``(R, n_params)`` tensor."""
@@ -490,22 +492,28 @@ class _Live:
         """Capture :meth:`epoch_step` in a CUDA graph (warm-up on a side stream; the state is
         restored after warm-up, so capturing changes nothing)."""
         saved = [t.detach().clone() for t in self._mutable()]
-        side = torch.cuda.Stream(device=self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                self.slot.zero_()
+        try:
+            side = torch.cuda.Stream(device=self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    self.slot.zero_()
+                    self.epoch_step()
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            self.slot.zero_()
+            with torch.cuda.graph(graph):
                 self.epoch_step()
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        self.slot.zero_()
-        with torch.cuda.graph(graph):
-            self.epoch_step()
+            self.graph = graph
+        except Exception as exc:  # noqa: BLE001  (eager epochs give the same numbers)
+            self.graph = None
+            self.graph_error = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"CUDA graph capture failed ({self.graph_error}); running the "
+                          "epochs without a graph", RuntimeWarning, stacklevel=2)
         torch.cuda.synchronize(self.device)
         with torch.no_grad():
             for t, s0 in zip(self._mutable(), saved, strict=True):
                 t.copy_(s0)
-        self.graph = graph
 
     def run_block(self, n: int) -> None:
         """``n`` epochs (the block's orders and rates already in place)."""
@@ -761,6 +769,9 @@ def train_fused(
                 live.epoch.fill_(e0)
             if use_graphs and rebuilt:
                 live.capture()
+                if live.graph is None:  # capture failed: eager from now on (same numbers)
+                    use_graphs = False
+                    st["segments"].append(f"epochs {e0}-: no CUDA graph ({live.graph_error})")
             tb = time.perf_counter()
             live.run_block(n)  # asynchronous on CUDA: draw the next block meanwhile
             e1 = e0 + n
