@@ -78,6 +78,8 @@ LABELS: dict[str, str] = {
     # spectral quantities
     "stable_rank": "stable rank",
     "nuclear_rank_ratio": "nuclear rank ratio",
+    "participation_ratio": "participation ratio",
+    "energy_rank": "energy rank",
     "effective_rank": "effective rank",
     "erank": "effective rank",
     "erank_max": "largest effective rank",
