@@ -80,3 +80,13 @@ def test_formatted_chapters_stay_formatted(chapter: str) -> None:
     """The chapters listed in FORMATTED are formatted (issue #26): rerun
     `python tools/format_notebooks.py <chapter>` after editing one."""
     assert fmt.main(["--check", str(ROOT / chapter)]) == 0
+
+
+def test_comment_runs_reflow_without_orphans() -> None:
+    code = ("# mutation: C = 0.001 in the printed bound (the last cell) puts some runs below 1\n"
+            "# and fails\nx = 1\n")
+    out = fmt.wrap_comments(code, 75)
+    assert out.split("\n") == [
+        "# mutation: C = 0.001 in the printed bound (the last cell) puts some runs",
+        "# below 1 and fails", "x = 1", ""]
+    assert fmt.wrap_comments(out, 75) == out  # short runs stay as they are

@@ -60,18 +60,33 @@ def _ruff() -> str:
 
 
 def wrap_comments(code: str, width: int = LINE_LENGTH) -> str:
-    """Comment lines (a line that is only a comment) longer than ``width`` wrapped into several,
-    at the same indentation."""
+    """Comment lines (lines that are only a comment) longer than ``width`` wrapped at the same
+    indentation. A run of consecutive comment lines with one too long is reflowed as one
+    paragraph, so that wrapping never leaves a word or two alone on a line."""
+    lines = code.split("\n")
     out: list[str] = []
-    for line in code.split("\n"):
-        m = re.match(r"^(\s*)# ?(.*)$", line)
-        if m is None or len(line) <= width or line.strip().startswith("#!"):
-            out.append(line)
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^(\s*)# ?(.*)$", lines[i])
+        if m is None or lines[i].strip().startswith("#!"):
+            out.append(lines[i])
+            i += 1
             continue
-        indent, text = m.groups()
-        out += textwrap.wrap(text, width=width, initial_indent=f"{indent}# ",
-                             subsequent_indent=f"{indent}# ", break_long_words=False,
-                             break_on_hyphens=False)
+        indent, j = m.group(1), i + 1
+        texts = [m.group(2)]
+        while j < len(lines):
+            m2 = re.match(r"^(\s*)# ?(.*)$", lines[j])
+            if m2 is None or m2.group(1) != indent or not m2.group(2).strip():
+                break
+            texts.append(m2.group(2))
+            j += 1
+        if all(len(ln) <= width for ln in lines[i:j]):
+            out += lines[i:j]
+        else:
+            out += textwrap.wrap(" ".join(texts), width=width, initial_indent=f"{indent}# ",
+                                 subsequent_indent=f"{indent}# ", break_long_words=False,
+                                 break_on_hyphens=False)
+        i = j
     return "\n".join(out)
 
 
