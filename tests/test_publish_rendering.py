@@ -231,5 +231,7 @@ def test_pending_kinds_are_reported_not_fatal(report: dict[str, cr.PageResult]) 
 def test_code_name_labels_are_whole_tokens() -> None:
     names = frozenset({"dist.init", "mnist_shallow"})
     hits = cr.code_name_labels(["distance from initialisation", "dist.init (x)",
-                                "best for mnist_shallow.", "mnist_shallower"], names)
-    assert hits == [("dist.init (x)", "dist.init"), ("best for mnist_shallow.", "mnist_shallow")]
+                                "best for mnist_shallow.", "mnist_shallower x",
+                                "ineq7_min"], names)
+    assert hits == [("dist.init (x)", "dist.init"), ("best for mnist_shallow.", "mnist_shallow"),
+                    ("ineq7_min", "ineq7_min")]  # a snake_case column name is code too

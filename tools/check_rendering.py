@@ -537,12 +537,18 @@ def svg_texts(path: Path) -> list[str]:
 
 
 _TOKEN = re.compile(r"[A-Za-z][\w.]*\w")
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
 
 
 def code_name_labels(labels: list[str], names: frozenset[str]) -> list[tuple[str, str]]:
-    """``(label, code name)`` for every label that shows one of ``names`` as a whole token."""
+    """``(label, code name)`` for every label that shows one of ``names`` as a whole token, or
+    that is a snake_case identifier itself (a DataFrame's column name such as ``ineq7_min``)."""
     hits: list[tuple[str, str]] = []
     for text in dict.fromkeys(labels):
+        whole = (text or "").strip()
+        if _SNAKE.fullmatch(whole):  # a label that is a snake_case identifier: a column name
+            hits.append((text, whole))
+            continue
         for tok in _TOKEN.findall(text or ""):
             if tok in names or tok.rstrip(".") in names:
                 hits.append((text, tok.rstrip(".")))
