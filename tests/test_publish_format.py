@@ -90,3 +90,15 @@ def test_comment_runs_reflow_without_orphans() -> None:
         "# mutation: C = 0.001 in the printed bound (the last cell) puts some runs",
         "# below 1 and fails", "x = 1", ""]
     assert fmt.wrap_comments(out, 75) == out  # short runs stay as they are
+
+
+def test_cells_in_exercise_boxes_are_narrower() -> None:
+    long_call = "result = compute(alpha_value, beta_value, gamma_value, delta_value, eps)\n"
+    text = ("```{code-cell} ipython3\n" + long_call + "```\n\n"
+            "````{exercise-start}\n:label: ex-x\n````\n\n"
+            "```{code-cell} ipython3\n" + long_call + "```\n\n````{exercise-end}\n````\n")
+    lines = text.split("\n")
+    assert not fmt.in_box(lines, 0) and fmt.in_box(lines, 8)
+    out = fmt.format_text(text, 75).split("```{code-cell} ipython3\n")
+    assert long_call.strip() in out[1]  # 73 characters fit the column
+    assert long_call.strip() not in out[2]  # but not a box (75 - BOX_INDENT)

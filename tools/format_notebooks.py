@@ -35,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LINE_LENGTH = 75
+#: how many characters narrower a cell inside an exercise or solution box is (measured: a
+#: 75-character line there scrolled by 59 px, about 7 characters)
+BOX_INDENT = 8
 _OPEN = re.compile(r"^(`{3,})\{code-cell\}")
 _MAGIC = re.compile(r"^(\s*)([%!].*)$")
 _MAGIC_MARK = "# __format_notebooks_magic__ "
@@ -171,6 +174,20 @@ def format_code(code: str, width: int = LINE_LENGTH, ruff: str | None = None) ->
     return "\n".join(ln.replace(_MAGIC_MARK, "", 1) for ln in body.split("\n"))
 
 
+_BOX = re.compile(r"^(`{3,}|:{3,})\{(exercise-start|exercise-end|solution-start|solution-end)\}")
+
+
+def in_box(lines: list[str], index: int) -> bool:
+    """Whether line ``index`` lies between an ``{exercise-start}`` or ``{solution-start}`` and
+    its end directive (gated exercises and solutions, shown in a box)."""
+    inside = False
+    for line in lines[:index]:
+        m = _BOX.match(line)
+        if m:
+            inside = m.group(2).endswith("-start")
+    return inside
+
+
 def _cells(lines: list[str]) -> list[tuple[int, int, int]]:
     """``(first code line, end fence line)`` of each code cell, with the option lines skipped:
     ``(open, body_start, close)`` indices."""
@@ -212,8 +229,10 @@ def format_text(text: str, width: int = LINE_LENGTH, report: Report | None = Non
     for start, body, close in _cells(lines):
         out += lines[last:body]
         code = "\n".join(lines[body:close])
+        # a cell inside an exercise or a solution sits in a box: the column is narrower
+        w = width - BOX_INDENT if in_box(lines, start) else width
         try:
-            new = format_code(code, width, ruff) if code.strip() else code
+            new = format_code(code, w, ruff) if code.strip() else code
         except ValueError as exc:
             new = code
             if report is not None:
@@ -221,7 +240,8 @@ def format_text(text: str, width: int = LINE_LENGTH, report: Report | None = Non
         if report is not None:
             report.changed_cells += new != code
             report.long_lines += [f"line {start + 1}: cell line {n + 1} has {len(ln)} characters"
-                                  for n, ln in enumerate(new.split("\n")) if len(ln) > width]
+                                  f" (at most {w} here)"
+                                  for n, ln in enumerate(new.split("\n")) if len(ln) > w]
         out += new.split("\n") if new else []
         last = close
     out += lines[last:]
