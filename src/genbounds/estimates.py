@@ -35,7 +35,11 @@ experiment brings its own ``estimate``). How the numbers come about:
 
 Sparse majority stops at training accuracy 1.0 or at the epoch cap; the estimate is therefore
 an **upper bound** at the cap, and its note quotes the measured number of epochs runs needed
-(:data:`EPOCHS_TO_FIT`, measured on the 2-core CPU; see ``book/performance.md``).
+(:data:`EPOCHS_TO_FIT`, measured on the 2-core CPU; see ``book/performance.md``). With the
+protocol's SGD (the paper preset) every run is trained by the fused engine as one unit, whose
+cost per epoch was measured (:data:`FUSED_EPOCH_SECONDS`: an H100 with CUDA graphs, the 2-core
+CPU): :func:`fused_protocol_estimate` multiplies it by the epochs left (from the unit's
+checkpoint, if any) and measures nothing.
 
 What is not counted: the effective-rank spectra and sensitivity matrices (seconds at quick
 scale), norm tables, data loading. ``offset_rademacher``'s heavy-tail units train with their own
@@ -65,10 +69,10 @@ from genbounds.train import (
 )
 from genbounds.train.memory import activation_bytes_per_sample, available_memory_bytes
 
-__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "KNOWN", "SAME_RATES", "Calibration",
-           "UnitEstimates", "Workload", "calibration", "covers", "estimate", "fit_calibration",
-           "forward_flops", "matmul_gflops", "predicted_unit_seconds", "unit_estimates",
-           "unit_seconds", "workloads"]
+__all__ = ["CALIBRATION_FLOPS", "EPOCHS_TO_FIT", "FUSED_EPOCH_SECONDS", "KNOWN", "SAME_RATES",
+           "Calibration", "UnitEstimates", "Workload", "calibration", "covers", "estimate",
+           "fit_calibration", "forward_flops", "fused_protocol_estimate", "matmul_gflops",
+           "predicted_unit_seconds", "unit_estimates", "unit_seconds", "workloads"]
 
 #: Measured at the authors' protocol on the 2-core CPU (2026-11-26, load average 6-10,
 #: ``genbounds-bench --sections fit``; validation reduced to 200 samples; book/performance.md).
@@ -427,6 +431,84 @@ def _offset_complexity(cfg: Any) -> tuple[list[Workload], str]:
     return ws, ("projected-Adam suprema (offset and global) at the engine's rate for the "
                 "same batched models; the closed-form linear class not counted")
 
+#: Measured seconds per epoch of the fused sparse-majority engine on the paper preset (all
+#: 50 runs, 10,000 validation sequences each), ``(low, high, where)``: the H100 figures from
+#: the lease of 2026-11-26 (``results/device_runs/2026-11-26-h100-b``: 4.98 ms with CUDA graphs
+#: and all 50 runs live, the median of five 200-epoch blocks, 4.56-5.48 ms; 3.78 ms over epochs
+#: 75,200-150,000 as runs left, 42 to 14 live), the CPU figure on the 2-core machine of this
+#: project under load (one thread, validation in chunks).
+FUSED_EPOCH_SECONDS: dict[str, tuple[float, float, str]] = {
+    "cuda": (3.8e-3, 5.0e-3, "an NVIDIA H100 80GB HBM3 (fp32, TF32 off, CUDA graphs)"),
+    "cpu": (3.5, 4.6, "the 2-core CPU under load"),
+}
+#: Seconds per epoch on a CPU whatever the size (about 800 small operations an epoch), and
+#: seconds per unit besides the epochs (data, the kept weights' evaluation and norms):
+#: measured on the 2-core CPU with 4 tiny runs (T = 9, 15; 200 validation samples): 0.35 to
+#: 1.3 s for 30 epochs and 9-10 s for 300 (10-34 ms per epoch, as the load varied); the
+#: middle of that range, so that a tiny config is estimated within a factor 4.
+FUSED_CPU_OVERHEAD_S = (0.015, 0.3)
+
+
+def _fused_checkpoint(cfg: Any, store: Any) -> tuple[int, np.ndarray] | None:
+    """``(epoch, active)`` of the unit's saved checkpoint in ``store`` (None: none)."""
+    if store is None:
+        return None
+    from genbounds.experiments.registry import _checkpoint_file, get_experiment
+    from genbounds.train.checkpoint import FORMAT, UnitCheckpoint, from_storable
+
+    exp = get_experiment("sparse_majority")
+    try:
+        path = _checkpoint_file(exp, store, cfg)
+        raw = UnitCheckpoint(path=path).load() if path.is_file() else None
+    except Exception:  # an unreadable checkpoint: estimate from the start  # noqa: BLE001
+        return None
+    if raw is None or raw.get("format") != FORMAT or raw.get("partial") is None:
+        return None
+    state = raw["partial"]["state"]
+    active = np.asarray(from_storable(state["active"]), dtype=bool)
+    return int(state["epoch"]), active
+
+
+def fused_protocol_estimate(cfg: Any, store: Any = None) -> Estimate:
+    """Time and memory of the fused sparse-majority unit (SGD configs): the measured cost
+    per epoch (:data:`FUSED_EPOCH_SECONDS`) times the epochs left, nothing measured now.
+
+    The epochs left are the cap less the epoch of the unit's checkpoint in ``store`` (the
+    committed one at paper scale), if any. On a GPU the epoch costs about the same whatever
+    the number of live runs (launch overhead; 5.0 ms with 50 live, 3.8 ms as they left), so
+    the figure is used as measured (scaled up only for a config with more arithmetic than the
+    paper's); on a CPU it is proportional to the validation arithmetic of the live runs (the
+    sum of their T times the validation samples), so it scales with them. An **upper bound**:
+    every live run is assumed to train to the cap. On a CPU a small config costs at least
+    :data:`FUSED_CPU_OVERHEAD_S` (per epoch, and once).
+    """
+    dev = resolve_device(cfg.device)
+    kind = "cuda" if dev.type == "cuda" else "cpu"
+    low, high, where = FUSED_EPOCH_SECONDS[kind]
+    Ts = np.repeat(np.asarray(cfg.T_values, dtype=float), cfg.runs_per_T)
+    paper_work = 5.0 * sum(range(20, 201, 20)) * 10_000
+    saved = _fused_checkpoint(cfg, store)
+    epoch, live = (0, np.ones(len(Ts), dtype=bool)) if saved is None else saved
+    if live.shape != Ts.shape:
+        epoch, live = 0, np.ones(len(Ts), dtype=bool)
+    ratio = float(Ts[live].sum()) * cfg.n_val / paper_work
+    scale = max(ratio, 1.0) if kind == "cuda" else ratio
+    left = max(int(cfg.max_epochs) - epoch, 0) if live.any() else 0
+    per_epoch, fixed = FUSED_CPU_OVERHEAD_S if kind == "cpu" else (0.0, 0.0)
+    low, high = per_epoch + low * scale, per_epoch + high * scale
+    lo, hi = fixed + left * low, fixed + left * high
+    val_bytes = 4.0 * cfg.n_val * 2.0 * float(Ts.sum())  # validation indicators, float32
+    here = torch.cuda.get_device_name(dev) if kind == "cuda" else "this CPU"
+    start = ("from the start" if saved is None else
+             f"from the checkpoint at epoch {epoch:,} ({int(live.sum())} of {len(Ts)} runs "
+             "live)")
+    note = (f"UPPER BOUND: {left:,} epochs left {start}, every live run to the cap; "
+            f"{lo / 60:.1f}-{hi / 60:.1f} min at {low:.3g}-{high:.3g} s per "
+            f"epoch, measured on {where}, not now")
+    if kind == "cuda" and "H100" not in here:
+        note += "; this GPU is not an H100: not calibrated for it"
+    return Estimate(seconds=hi, peak_bytes=2.0 * val_bytes, device=here, note=note)
+
 
 #: Experiments this module knows, by name: ``config -> (workloads, note)``.
 KNOWN: dict[str, Callable[[Any], tuple[list[Workload], str]]] = {
@@ -460,10 +542,19 @@ def _own_per_unit(experiment_name: str, config: Any) -> list[float] | None:
             for u in exp.units(config)]
 
 
-def predicted_unit_seconds(experiment_name: str, config: Any) -> list[float] | None:
+def _fused(experiment_name: str, config: Any) -> bool:
+    """The sparse-majority study with the protocol's SGD: one unit, the fused engine."""
+    return experiment_name == "sparse_majority" and getattr(config, "optimizer", "") == "sgd"
+
+
+def predicted_unit_seconds(experiment_name: str, config: Any,
+                           store: Any = None) -> list[float] | None:
     """Uncalibrated seconds of each unit of ``config``, in unit order: the measured-rate model
     for the experiments in :data:`KNOWN`, else the experiment's own ``estimate`` one unit at a
-    time (:func:`covers`); None when neither applies."""
+    time (:func:`covers`); None when neither applies. The fused sparse-majority unit:
+    :func:`fused_protocol_estimate` (the epochs left from its checkpoint in ``store``)."""
+    if _fused(experiment_name, config):
+        return [fused_protocol_estimate(config, store).seconds]
     fn = KNOWN.get(experiment_name)
     if fn is None:
         return _own_per_unit(experiment_name, config)
@@ -517,7 +608,7 @@ def unit_estimates(experiment_name: str, config: Any, store: Any = None
     that ran on this kind of device, so the per-call and per-sample costs the model misjudges
     on this machine are corrected by units that really ran here; the result says whether any
     did. None when nothing estimates the units."""
-    per_unit = predicted_unit_seconds(experiment_name, config)
+    per_unit = predicted_unit_seconds(experiment_name, config, store)
     if per_unit is None:
         return None
     cal = None if store is None else calibration(experiment_name, config, store, per_unit)
@@ -632,6 +723,8 @@ def estimate(experiment_name: str, config: Any, store: Any = None) -> Estimate |
     "no estimate"). Measures rates on the configured device first (a few seconds). With a
     ``store`` holding some units, the time is calibrated on them (:func:`unit_seconds`).
     """
+    if _fused(experiment_name, config):
+        return fused_protocol_estimate(config, store)
     fn = KNOWN.get(experiment_name)
     if fn is None:
         return None

@@ -20,6 +20,7 @@ and ``python -m genbounds experiments`` lists it, ``python -m genbounds reproduc
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -118,6 +119,11 @@ class Experiment:
         checkpoint, saves it, raises ``BudgetExhausted`` at the deadline). A time budget then
         starts a unit even when it cannot finish in the time left; a unit that is not
         resumable is started only when its estimate fits.
+    committed_checkpoints:
+        True when the paper-scale checkpoints of this (resumable) experiment are small enough
+        to commit: they then live in ``<root>/paper/_checkpoints/<ConfigClass>/`` (the store's
+        :data:`~genbounds.results.files.COMMITTED_CHECKPOINT_DIR`, kept in git) instead of
+        the ignored ``<root>/.checkpoints/``, so that a fresh clone resumes them.
     """
 
     name: str
@@ -131,6 +137,7 @@ class Experiment:
     nonfinite: tuple[str, ...] = ()
     text: tuple[str, ...] = ()
     resumable: bool = False
+    committed_checkpoints: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -447,7 +454,7 @@ def sweep(
                     continue
                 if not _run_one(e, store, unit, i, report, options, deadline, seconds[i],
                                 progress, recompute, blocking):
-                    _older_checkpoints(store, report)
+                    _older_checkpoints(store, report, e)
                     return report
                 bar.step([r is not None for r in report.results], _unit_label(unit))
     finally:
@@ -455,12 +462,48 @@ def sweep(
     return report
 
 
-def _older_checkpoints(store: ResultStore, report: SweepReport) -> None:
+def _checkpoint_file(e: Experiment, store: ResultStore, unit: Any) -> Path:
+    """Where ``unit``'s checkpoint lives: the committed folder at paper scale when the
+    experiment commits its checkpoints, else the store's ignored ``.checkpoints``."""
+    if e.committed_checkpoints and store.namespace == "paper":
+        from genbounds.results.files import COMMITTED_CHECKPOINT_DIR, obstruction
+
+        u = store.unit(unit)
+        path = (store.root / store.namespace / COMMITTED_CHECKPOINT_DIR / u.config_class
+                / f"{u.key}.pt")
+        blocked = obstruction(store.root, path)
+        if blocked is None and os.path.islink(path):
+            blocked = (path, "is a symbolic link; checkpoints are never followed")
+        if blocked is not None:
+            from genbounds.results import DamagedResultError
+
+            raise DamagedResultError(blocked[0], blocked[1], store.repair_command,
+                                     (blocked[0],))
+        return path
+    return store.checkpoint_path(unit)
+
+
+def _has_checkpoint_file(e: Experiment, store: ResultStore, unit: Any) -> bool:
+    if e.committed_checkpoints and store.namespace == "paper":
+        from genbounds.results import DamagedResultError
+
+        try:
+            return _checkpoint_file(e, store, unit).is_file()
+        except DamagedResultError:
+            return False
+    return store.has_checkpoint(unit)
+
+
+def _older_checkpoints(store: ResultStore, report: SweepReport,
+                       e: Experiment | None = None) -> None:
     """Add the units not done that hold a checkpoint of an earlier run to ``in_progress``."""
     current = [p[0] for p in report.in_progress]
     for unit, result in zip(report.units, report.results, strict=True):
-        path = store.unit(unit).checkpoint
-        if result is None and not any(unit is c for c in current) and store.has_checkpoint(unit):
+        has = (store.has_checkpoint(unit) if e is None
+               else _has_checkpoint_file(e, store, unit))
+        if result is None and not any(unit is c for c in current) and has:
+            path = (store.unit(unit).checkpoint if e is None
+                    else _checkpoint_file(e, store, unit))
             at = read_progress(path)
             report.in_progress.append((unit, None if at is None else at[0],
                                        None if at is None else at[1], path))
@@ -481,7 +524,7 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
                               f"{left / 60:.1f} min of the budget left, and "
                               f"{e.name} cannot stop mid-unit (not resumable)")
             return False
-    path = store.checkpoint_path(unit)
+    path = _checkpoint_file(e, store, unit)
 
     def compute(u: Any) -> Mapping[str, Any]:
         from genbounds.train.checkpoint import UnitCheckpoint, unit_checkpoint
@@ -505,7 +548,8 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
         return False
     if result is not None:
         report.results[i] = result
-        for leftover in (path, _progress_path(path)):
+        curves = path.with_name(f"{path.name}.curves.npz")  # the fused engine's companion
+        for leftover in (path, _progress_path(path), curves):
             leftover.unlink(missing_ok=True)
     return True
 
@@ -666,7 +710,7 @@ def stored_units(
             warnings.simplefilter("ignore", StaleResultWarning)
         results = tuple(store.load(u, on_code_change="warn", code_modules=e.code)
                         for u in units)
-    checkpoints = tuple(store.unit(u).checkpoint if store.has_checkpoint(u)
+    checkpoints = tuple(_checkpoint_file(e, store, u) if _has_checkpoint_file(e, store, u)
                         else None for u in units)
     return StoredUnits(e.name, scale, units, results, checkpoints)
 
@@ -724,8 +768,8 @@ def status_lines(
             lines.append(f"  stored       {label}: {found.wall_time_s / 60:.1f} min on "
                          f"{found.device}, {found.created_utc}{stale}")
             continue
-        checkpoint = store.unit(unit).checkpoint
-        if store.has_checkpoint(unit):  # never through a link out of the store
+        if _has_checkpoint_file(e, store, unit):  # never through a link out of the store
+            checkpoint = _checkpoint_file(e, store, unit)
             counts["in progress"] += 1
             at = read_progress(checkpoint)
             where = ("" if at is None else

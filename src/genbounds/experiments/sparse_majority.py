@@ -92,8 +92,12 @@ every stored array is bitwise what the uninterrupted unit stores on the same dev
 (CPU: tested in ``tests/test_sparse_majority_experiment.py`` and
 ``tests/test_sparse_majority_fused.py``). The fused engine's checkpoint does not grow with the
 epochs (weights, momentum and kept weights of the live runs, kept weights of the stopped ones;
-its curves beside it in ``<checkpoint>.curves.npz``): to resume on a fresh clone, commit it where
-the store reads it (``git add -f results/.checkpoints/paper/SparseMajorityConfig/``).
+its curves beside it in ``<checkpoint>.curves.npz``, about 12 MB in all at paper scale). At
+paper scale it lives in the store's committed folder,
+``results/paper/_checkpoints/SparseMajorityConfig/`` (``committed_checkpoints`` of the
+registered study): commit it after a budgeted run, and ``reproduce --scale paper`` on a fresh
+clone resumes it. :func:`protocol_progress` reads what it holds (which runs stopped, when, and
+their kept epochs) without training.
 Everything else the unit computes (data, held-out set, norms) is a deterministic function of
 the seeds and the kept weights, so it needs no state.
 """
@@ -106,6 +110,7 @@ import platform
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -118,7 +123,11 @@ from genbounds.data import (
     sparse_majority_labels,
 )
 from genbounds.experiments.code_files import code_of
-from genbounds.experiments.registry import Experiment, register_experiment
+from genbounds.experiments.registry import (
+    Experiment,
+    _checkpoint_file,
+    register_experiment,
+)
 from genbounds.models import SparseMajorityMHA
 from genbounds.norms import norm_table
 from genbounds.train import (
@@ -133,12 +142,17 @@ from genbounds.train.fused_protocol import (
     FusedGroup,
     FusedResult,
     FusedSettings,
+    _stage_tag,
+    check_saved_state,
     train_fused,
+    upgrade_checkpoint,
 )
 
 __all__ = [
     "EXPERIMENT", "TEST_STREAM", "SparseMajorityConfig", "evaluate_heldout", "heldout_seed",
-    "make_heldout_set", "run", "run_seeds", "sweep_configs", "train_config", "train_group",
+    "ProtocolProgress", "RunProgress", "make_heldout_set", "paper_checkpoint_path",
+    "protocol_progress", "run", "run_seeds", "sweep_configs", "train_config", "train_group",
+    "upgrade_paper_checkpoint",
 ]
 
 #: Extra entropy word of the test-set seed stream (``"TEST"`` in ASCII): the test bits of run
@@ -698,6 +712,122 @@ EXPERIMENT = register_experiment(Experiment(
     units=sweep_configs,
     run_unit=_run_unit,
     resumable=True,  # one engine call per unit: a stage of the unit checkpoint
-    nonfinite=("curve_*",),  # training curves are NaN after a run stopped
+    committed_checkpoints=True,  # ~12 MB at paper scale: results/paper/_checkpoints/
+    # training curves are NaN after a run stopped; the metrics at the kept and last epoch are
+    # NaN where the checkpoint a unit resumed from did not record them (commit d76b6df)
+    nonfinite=("curve_*", "at_kept_*", "at_stop_*"),
     code=code_of("sparse_majority"),
 ))
+
+
+def paper_checkpoint_path(config: SparseMajorityConfig | None = None,
+                          root: str | Path | None = None) -> Path:
+    """Where the paper-scale unit of ``config`` (default: the paper preset) keeps its
+    committed checkpoint: ``<root>/paper/_checkpoints/SparseMajorityConfig/<key>.pt``
+    (``root``: the book's results folder by default)."""
+    from genbounds.results import ResultStore
+
+    config = SparseMajorityConfig.paper() if config is None else config
+    if not isinstance(config, SparseMajorityConfig) or config.optimizer != "sgd":
+        raise ValueError("config must be a SparseMajorityConfig with the protocol's SGD")
+    store = ResultStore(root=root, namespace="paper")
+    return _checkpoint_file(EXPERIMENT, store, config)
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """One run in a saved checkpoint: its ``T`` and index, the 0-based epoch at which it
+    reached training accuracy 1.0 (``None``: still training), the epoch whose weights it keeps
+    (lowest validation loss so far) and that validation loss."""
+
+    T: int
+    run: int
+    stopped_epoch: int | None
+    kept_epoch: int
+    best_val_loss: float
+
+    @property
+    def epochs_needed(self) -> int | None:
+        """Epochs trained until training accuracy 1.0 (``stopped_epoch + 1``), or None."""
+        return None if self.stopped_epoch is None else self.stopped_epoch + 1
+
+
+@dataclass(frozen=True)
+class ProtocolProgress:
+    """What an interrupted paper-scale protocol holds (:func:`protocol_progress`)."""
+
+    path: Path
+    epoch: int
+    total: int
+    segments: tuple[str, ...]
+    runs: tuple[RunProgress, ...]
+
+    @property
+    def stopped(self) -> int:
+        """The number of runs that reached training accuracy 1.0."""
+        return sum(r.stopped_epoch is not None for r in self.runs)
+
+    @property
+    def live(self) -> int:
+        """The number of runs still training."""
+        return len(self.runs) - self.stopped
+
+
+def protocol_progress(path: str | os.PathLike[str] | None = None,
+                      config: SparseMajorityConfig | None = None) -> ProtocolProgress:
+    """Read an interrupted protocol's checkpoint without training: per run ``T``, the epoch
+    it stopped at (or None), its kept epoch and best validation loss; the epoch reached, and
+    which devices ran which epochs (``segments``).
+
+    ``path`` defaults to the committed checkpoint of ``config`` (default: the paper preset).
+    The checkpoint must be the one of ``config`` (same data, weights, seeds and rules: its
+    stage tag is checked) and pass :func:`~genbounds.train.fused_protocol.check_saved_state`;
+    otherwise ``ValueError``. ``FileNotFoundError`` when there is none.
+    """
+    from genbounds.train.checkpoint import FORMAT, UnitCheckpoint, from_storable
+
+    config = SparseMajorityConfig.paper() if config is None else config
+    if not isinstance(config, SparseMajorityConfig) or config.optimizer != "sgd":
+        raise ValueError("config must be a SparseMajorityConfig with the protocol's SGD")
+    file = paper_checkpoint_path(config) if path is None else Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no checkpoint at {file}")
+    raw = UnitCheckpoint(path=file).load()
+    if raw is None or raw.get("format") != FORMAT or raw.get("partial") is None:
+        raise ValueError(f"path {file} holds no interrupted {FORMAT} stage")
+    partial = raw["partial"]
+    groups = fused_groups(config)
+    tag = _stage_tag(groups, fused_settings(config), torch.float32, config.heads,
+                     config.key_dim)
+    if partial["tag"] != tag:
+        raise ValueError(f"path {file}: the checkpoint is not config's computation (stage "
+                         f"tag {partial['tag']!r}, expected {tag!r})")
+    state = from_storable(partial["state"])
+    problems = check_saved_state(state, groups, config.max_epochs)
+    if problems:
+        raise ValueError(f"path {file}: " + "; ".join(problems))
+    Ts = [int(T) for T in config.T_values for _ in range(config.runs_per_T)]
+    runs = tuple(
+        RunProgress(T=Ts[i], run=i % config.runs_per_T,
+                    stopped_epoch=None if state["active"][i] else int(state["stopped_epoch"][i]),
+                    kept_epoch=int(state["best_epoch"][i]),
+                    best_val_loss=float(state["best_val"][i]))
+        for i in range(len(Ts)))
+    return ProtocolProgress(path=file, epoch=int(state["epoch"]),
+                            total=int(partial["total"]),
+                            segments=tuple(str(x) for x in state.get("segments", [])),
+                            runs=runs)
+
+
+def upgrade_paper_checkpoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
+                             segments: tuple[str, ...] | list[str], *,
+                             config: SparseMajorityConfig | None = None,
+                             legacy_sync_every: int = 200) -> None:
+    """Rewrite a paper-scale checkpoint written by commit d76b6df (or earlier) in today's
+    layout (:func:`genbounds.train.fused_protocol.upgrade_checkpoint`): ``segments`` states
+    which device ran its epochs (the old code did not record it); ``legacy_sync_every`` is the
+    read-back interval of the run that wrote it (200 on CUDA)."""
+    config = SparseMajorityConfig.paper() if config is None else config
+    upgrade_checkpoint(Path(src), Path(dst), fused_groups(config), fused_settings(config),
+                       segments=list(segments), legacy_sync_every=legacy_sync_every,
+                       heads=config.heads, key_dim=config.key_dim)

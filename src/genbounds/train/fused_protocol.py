@@ -89,7 +89,8 @@ from genbounds.results.files import atomic_write
 from genbounds.train.checkpoint import Stage, UnitCheckpoint, current_checkpoint, fingerprint
 from genbounds.train.config import TrainingDivergedError, resolve_device
 
-__all__ = ["FusedGroup", "FusedResult", "FusedSettings", "curve_epochs", "train_fused",
+__all__ = ["FusedGroup", "FusedResult", "FusedSettings", "check_saved_state",
+           "curve_epochs", "kept_validation", "train_fused", "upgrade_checkpoint",
            "PARAM_NAMES"]
 
 #: The parameters of :class:`genbounds.models.SparseMajorityMHA`, in its order.
@@ -553,6 +554,23 @@ def _device_label(device: torch.device) -> str:
     return f"cpu ({torch.backends.cpu.get_cpu_capability()}), torch {torch.__version__}"
 
 
+def _code_commit() -> str:
+    """The commit of the running code (``$GENBOUNDS_GIT_COMMIT`` for a copy without its
+    ``.git``, as the store's provenance reads it), shortened; ``unknown`` outside git."""
+    import os
+    import subprocess
+
+    given = os.environ.get("GENBOUNDS_GIT_COMMIT")
+    if given:
+        return given[:7]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], capture_output=True,
+                             text=True, timeout=10, cwd=Path(__file__).parent, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
 def _check_groups(groups: Sequence[FusedGroup]) -> None:
     if not isinstance(groups, Sequence) or len(groups) == 0:
         raise ValueError("groups must be a non-empty sequence of FusedGroup")
@@ -591,13 +609,16 @@ def _initial_state(groups: Sequence[FusedGroup], dtype: Any) -> dict[str, Any]:
 
 
 def _stage_tag(groups: Sequence[FusedGroup], settings: FusedSettings, dtype: torch.dtype,
-               heads: int, key_dim: int) -> str:
+               heads: int, key_dim: int, *, legacy_sync_every: int | None = None) -> str:
     """What identifies the computation: the rules, dtype, sizes, data, initial weights and
     shuffling seeds. Not the execution knobs (``sync_every``, graphs, device): a checkpoint
     may be resumed with others, exactly in real arithmetic (bitwise only with the same knobs
-    on the same device class)."""
-    rules = {k: getattr(settings, k) for k in ("lr", "momentum", "lr_decay", "lr_floor",
-                                               "batch_size", "max_epochs")}
+    on the same device class). ``legacy_sync_every``: the tag of the scheme before commit
+    0c43571 (commit d76b6df and earlier), which counted ``sync_every`` among the rules."""
+    names = ("lr", "momentum", "lr_decay", "lr_floor", "batch_size", "max_epochs")
+    rules: dict[str, Any] = {k: getattr(settings, k) for k in names}
+    if legacy_sync_every is not None:
+        rules["sync_every"] = int(legacy_sync_every)
     digest = fingerprint(
         "fused-sparse-majority/1", rules, str(dtype), heads, key_dim,
         [(g.T, g.bits_train, g.y_train, g.bits_val, g.y_val, g.bit_embeddings, g.cls_embedding,
@@ -630,13 +651,20 @@ def _restore(st: dict[str, Any], saved: dict[str, Any], rngs: list[np.random.Gen
         st["params"][n][live] = saved["params"][n]
         st["velocity"][n][live] = saved["velocity"][n]
         st["best"][n][:] = saved["best"][n]
-    for key in ("best_val", "best_epoch", "stopped_epoch", "active", "at_kept", "at_stop"):
+    for key in ("best_val", "best_epoch", "stopped_epoch", "active"):
         st[key][:] = saved[key]
+    for key in ("at_kept", "at_stop"):  # absent before commit 0997a3e: not recorded (NaN)
+        if key in saved:
+            st[key][:] = saved[key]
     for i, s in zip(live, saved["rngs"], strict=True):
         rngs[int(i)].bit_generator.state = s
     st["epoch"] = int(saved["epoch"])
     st["elapsed"] = float(saved["elapsed"])
-    st["segments"] = [str(x) for x in saved.get("segments", [])]
+    if "segments" in saved:
+        st["segments"] = [str(x) for x in saved["segments"]]
+    else:  # written before commit daf53cc: which device ran these epochs is not recorded
+        st["segments"] = [f"epochs 0-{st['epoch']}: device not recorded (checkpoint "
+                          "written before segments were kept)"]
 
 
 class _Curves:
@@ -723,7 +751,8 @@ def train_fused(
         if stage.partial is not None:
             _restore(st, stage.partial, rngs)
     # which machine ran which epochs (a resumed computation may continue on another device)
-    st["segments"].append(f"epochs {int(st['epoch'])}-: {_device_label(device)}")
+    st["segments"].append(f"epochs {int(st['epoch'])}-: {_device_label(device)}, "
+                          f"commit {_code_commit()}")
     curves = _Curves(R, settings.max_epochs, curves_path)
     curves.load(int(st["epoch"]))
     elapsed_before = float(st["elapsed"])
@@ -847,3 +876,122 @@ def _result_from_storable(d: dict[str, Any]) -> FusedResult:
         device=str(d["device"]), precision=str(d["precision"]), graphs=bool(d["graphs"]),
         epoch_seconds=[(int(a), int(b), float(c)) for a, b, c in d["epoch_seconds"]],
         segments=[str(x) for x in d.get("segments", [])])
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoints written by older code, and checks of a saved state without training
+# ---------------------------------------------------------------------------------------------
+
+
+def check_saved_state(state: dict[str, Any], groups: Sequence[FusedGroup],
+                      max_epochs: int) -> list[str]:
+    """What is wrong with a saved partial state (``stage.partial``, after
+    :func:`~genbounds.train.checkpoint.from_storable`) for ``groups``: an empty list when
+    every tensor has its run count, shape, dtype and finite values, the live runs are the
+    active ones, every stopped run stopped before the saved epoch (and kept an epoch no later),
+    every live run has a generator state and a finite best validation loss."""
+    problems: list[str] = []
+    offsets = np.cumsum([0] + [g.k for g in groups])
+    R = int(offsets[-1])
+    epoch = int(state.get("epoch", -1))
+    if not 0 < epoch <= max_epochs:
+        problems.append(f"epoch {epoch} outside 1..{max_epochs}")
+    active = np.asarray(state["active"], dtype=bool)
+    live = np.asarray(state["live"], dtype=np.int64)
+    if active.shape != (R,):
+        return problems + [f"active has shape {active.shape}, expected ({R},)"]
+    if not np.array_equal(live, np.flatnonzero(active)):
+        problems.append("the live runs are not the active ones")
+    dtypes = {np.asarray(groups[0].params[n]).dtype for n in PARAM_NAMES}
+    for part, rows in (("params", live), ("velocity", live), ("best", np.arange(R))):
+        for n in PARAM_NAMES:
+            a = np.asarray(state[part][n])
+            want = (len(rows), *np.asarray(groups[0].params[n]).shape[1:])
+            if a.shape != want:
+                problems.append(f"{part}.{n} has shape {a.shape}, expected {want}")
+            elif not np.isfinite(a).all():
+                problems.append(f"{part}.{n} holds non-finite values")
+            if a.dtype not in dtypes and a.dtype not in (np.float32, np.float64):
+                problems.append(f"{part}.{n} has dtype {a.dtype}")
+    stopped = np.asarray(state["stopped_epoch"], dtype=np.int64)
+    best_epoch = np.asarray(state["best_epoch"], dtype=np.int64)
+    best_val = np.asarray(state["best_val"], dtype=np.float64)
+    done = ~active
+    if (stopped[active] != -1).any():
+        problems.append("a live run has a stop epoch")
+    if ((stopped[done] < 0) | (stopped[done] >= epoch)).any():
+        problems.append("a stopped run's stop epoch is outside 0..epoch-1")
+    if ((best_epoch < 0) | (best_epoch >= epoch)).any() or (
+            best_epoch[done] > stopped[done]).any():
+        problems.append("a kept epoch is outside the epochs the run trained")
+    if not np.isfinite(best_val).all():
+        problems.append("a best validation loss is not finite")
+    rngs = state["rngs"]
+    if len(rngs) != len(live) or any(
+            not isinstance(r, dict) or "bit_generator" not in r for r in rngs):
+        problems.append("the generator states do not match the live runs")
+    return problems
+
+
+def upgrade_checkpoint(src: Path, dst: Path, groups: Sequence[FusedGroup],
+                       settings: FusedSettings, *, segments: Sequence[str],
+                       legacy_sync_every: int, heads: int = 2, key_dim: int = 64,
+                       dtype: torch.dtype = torch.float32) -> dict[str, Any]:
+    """Rewrite a checkpoint of commit d76b6df (or earlier) in today's layout, ``src`` to
+    ``dst`` (``src`` is only read).
+
+    The old stage tag counted ``sync_every`` among the rules: it must equal the tag these
+    ``groups`` and ``settings`` give with ``legacy_sync_every`` (the same data, weights,
+    seeds and rules), or ``ValueError``. The new file carries today's tag, ``segments`` (who
+    ran the epochs so far: the old code did not record it, so the caller states it from the
+    run's logs) and the per-run metrics at the kept and last epoch as NaN (not recorded by the
+    old code). Every tensor is checked (:func:`check_saved_state`). Returns the saved state.
+    """
+    from genbounds.train.checkpoint import FORMAT, from_storable, to_storable
+
+    raw = UnitCheckpoint(path=Path(src)).load()
+    if raw is None or raw.get("format") != FORMAT or raw.get("partial") is None:
+        raise ValueError(f"src {src} is not an interrupted {FORMAT} checkpoint")
+    if raw["stages"]:
+        raise ValueError(f"src {src}: expected one unfinished stage, found finished ones")
+    partial = raw["partial"]
+    old = _stage_tag(groups, settings, dtype, heads, key_dim,
+                     legacy_sync_every=legacy_sync_every)
+    new = _stage_tag(groups, settings, dtype, heads, key_dim)
+    if partial["tag"] not in (old, new):
+        raise ValueError(f"src {src}: stage tag {partial['tag']!r} is neither {old!r} nor "
+                         f"{new!r}: other data, weights, seeds or rules")
+    if not segments or not all(isinstance(x, str) and x for x in segments):
+        raise ValueError("segments must be non-empty strings")
+    state = from_storable(partial["state"])
+    problems = check_saved_state(state, groups, settings.max_epochs)
+    if problems:
+        raise ValueError(f"src {src}: " + "; ".join(problems))
+    R = len(state["active"])
+    for key in ("at_kept", "at_stop"):
+        state.setdefault(key, np.full((R, 4), np.nan, dtype=np.float32))
+    state["segments"] = list(state.get("segments") or segments)
+    raw["partial"] = {**partial, "tag": new, "state": to_storable(state)}
+    UnitCheckpoint(path=Path(dst)).save(raw)
+    return state
+
+
+def kept_validation(groups: Sequence[FusedGroup], state: dict[str, Any],
+                    settings: FusedSettings, *, heads: int = 2, key_dim: int = 64,
+                    dtype: torch.dtype = torch.float32) -> tuple[np.ndarray, np.ndarray]:
+    """The validation loss and accuracy of every run's KEPT weights in a saved state,
+    recomputed on ``settings.device`` without training (float64 sums, as during training):
+    checks that the kept weights are the ones whose loss the state records."""
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    st = _initial_state(groups, np_dtype)
+    rngs = [np.random.default_rng(0) for _ in range(len(st["active"]))]
+    _restore(st, state, rngs)
+    st["params"] = {n: v.copy() for n, v in st["best"].items()}
+    st["active"][:] = True
+    offsets = np.cumsum([0] + [g.k for g in groups])
+    runs = np.arange(int(offsets[-1]))
+    live = _Live(groups, runs, offsets, st, settings, dtype, resolve_device(settings.device),
+                 heads, key_dim)
+    with torch.no_grad():
+        loss, acc = live.validate(live.views(live.flat))
+    return loss.cpu().numpy(), acc.cpu().numpy()
