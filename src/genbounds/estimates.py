@@ -469,7 +469,8 @@ def _fused_checkpoint(cfg: Any, store: Any) -> tuple[int, np.ndarray] | None:
     return int(state["epoch"]), active
 
 
-def fused_protocol_estimate(cfg: Any, store: Any = None) -> Estimate:
+def fused_protocol_estimate(cfg: Any, store: Any = None, *,
+                            on: str | None = None) -> Estimate:
     """Time and memory of the fused sparse-majority unit (SGD configs): the measured cost
     per epoch (:data:`FUSED_EPOCH_SECONDS`) times the epochs left, nothing measured now.
 
@@ -480,9 +481,13 @@ def fused_protocol_estimate(cfg: Any, store: Any = None) -> Estimate:
     paper's); on a CPU it is proportional to the validation arithmetic of the live runs (the
     sum of their T times the validation samples), so it scales with them. An **upper bound**:
     every live run is assumed to train to the cap. On a CPU a small config costs at least
-    :data:`FUSED_CPU_OVERHEAD_S` (per epoch, and once).
+    :data:`FUSED_CPU_OVERHEAD_S` (per epoch, and once). ``on`` (``"cuda"`` or ``"cpu"``):
+    the cost on that kind of device with its measured figure, whatever this machine has
+    (e.g. what the rest costs on the measured H100, printed on a CPU).
     """
-    dev = resolve_device(cfg.device)
+    if on not in (None, "cuda", "cpu"):
+        raise ValueError(f"on must be None, 'cuda' or 'cpu', got {on!r}")
+    dev = resolve_device(cfg.device) if on is None else torch.device(on)
     kind = "cuda" if dev.type == "cuda" else "cpu"
     low, high, where = FUSED_EPOCH_SECONDS[kind]
     Ts = np.repeat(np.asarray(cfg.T_values, dtype=float), cfg.runs_per_T)
@@ -498,14 +503,19 @@ def fused_protocol_estimate(cfg: Any, store: Any = None) -> Estimate:
     low, high = per_epoch + low * scale, per_epoch + high * scale
     lo, hi = fixed + left * low, fixed + left * high
     val_bytes = 4.0 * cfg.n_val * 2.0 * float(Ts.sum())  # validation indicators, float32
-    here = torch.cuda.get_device_name(dev) if kind == "cuda" else "this CPU"
+    if on == "cuda":
+        here = "the measured H100"
+    elif on == "cpu":
+        here = "the 2-core CPU"
+    else:
+        here = torch.cuda.get_device_name(dev) if kind == "cuda" else "this CPU"
     start = ("from the start" if saved is None else
              f"from the checkpoint at epoch {epoch:,} ({int(live.sum())} of {len(Ts)} runs "
              "live)")
     note = (f"UPPER BOUND: {left:,} epochs left {start}, every live run to the cap; "
             f"{lo / 60:.1f}-{hi / 60:.1f} min at {low:.3g}-{high:.3g} s per "
             f"epoch, measured on {where}, not now")
-    if kind == "cuda" and "H100" not in here:
+    if kind == "cuda" and on is None and "H100" not in here:
         note += "; this GPU is not an H100: not calibrated for it"
     return Estimate(seconds=hi, peak_bytes=2.0 * val_bytes, device=here, note=note)
 
