@@ -78,7 +78,7 @@ colab-test: $(STAMP) $(SITE)/index.html
 
 # The student edition: every chapter without its solutions (sources, HTML, .ipynb) in
 # _build/student/; fails if any solution text remains or a cell needs a solution's names.
-student: $(STAMP)
+student: $(STAMP) $(SITE)/index.html
 	$(BIN)/python tools/student_edition.py
 
 unit: $(STAMP)
