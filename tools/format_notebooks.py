@@ -62,10 +62,30 @@ def _ruff() -> str:
     return found
 
 
+#: a comment line that starts a paragraph of its own: an assert's tag (the test
+#: tests/test_notebook_asserts.py reads ``# mutation:`` / ``# sanity:`` on the comment lines
+#: right above an assert) or a numbered step
+_PARAGRAPH = re.compile(r"^(mutation|sanity|conclusion):|^\d+\.\s")
+
+
+def _paragraphs(texts: list[str]) -> list[str]:
+    """Comment texts split into paragraphs, each joined into one line: a tag line
+    (:data:`_PARAGRAPH`) starts a new paragraph, every other line continues the current one."""
+    out: list[list[str]] = []
+    for text in texts:
+        if not out or _PARAGRAPH.match(text.strip()):
+            out.append([])
+        out[-1].append(text.strip())
+    return [" ".join(para) for para in out]
+
+
 def wrap_comments(code: str, width: int = LINE_LENGTH) -> str:
     """Comment lines (lines that are only a comment) longer than ``width`` wrapped at the same
-    indentation. A run of consecutive comment lines with one too long is reflowed as one
-    paragraph, so that wrapping never leaves a word or two alone on a line."""
+    indentation. A run of consecutive comment lines with one too long is reflowed paragraph by
+    paragraph, so that wrapping never leaves a word or two alone on a line; a tag line
+    (``# mutation:``, ``# sanity:``, ``# conclusion:``) or a numbered step starts a paragraph
+    of its own, so that a tag is never merged into the comment before it and stays on the
+    comment lines right above its assert."""
     lines = code.split("\n")
     out: list[str] = []
     i = 0
@@ -86,9 +106,10 @@ def wrap_comments(code: str, width: int = LINE_LENGTH) -> str:
         if all(len(ln) <= width for ln in lines[i:j]):
             out += lines[i:j]
         else:
-            out += textwrap.wrap(" ".join(texts), width=width, initial_indent=f"{indent}# ",
-                                 subsequent_indent=f"{indent}# ", break_long_words=False,
-                                 break_on_hyphens=False)
+            for para in _paragraphs(texts):
+                out += textwrap.wrap(para, width=width, initial_indent=f"{indent}# ",
+                                     subsequent_indent=f"{indent}# ", break_long_words=False,
+                                     break_on_hyphens=False)
         i = j
     return "\n".join(out)
 
