@@ -22,10 +22,12 @@ pytest.importorskip("submitit")
 
 
 def tiny() -> SparseMajorityConfig:
-    """Four units (four lengths), two runs each, a few SGD epochs on CPU: seconds."""
+    """Four units (four lengths: the per-T engine), two runs each, a few SGD epochs on CPU:
+    seconds."""
     return dataclasses.replace(
         SparseMajorityConfig.paper(device="cpu"), T_values=(9, 11, 13, 15), runs_per_T=2,
-        n_train=40, n_val=30, n_test=30, d=8, heads=1, key_dim=4, batch_size=16, max_epochs=3)
+        n_train=40, n_val=30, n_test=30, d=8, heads=1, key_dim=4, batch_size=16, max_epochs=3,
+        engine="per_T")
 
 
 def _arrays(root, cfg):

@@ -17,7 +17,7 @@ from genbounds.experiments.sparse_majority import SparseMajorityConfig, run
 def tiny(epochs: int = 30) -> SparseMajorityConfig:
     return dataclasses.replace(
         SparseMajorityConfig.paper(device="cpu"), T_values=(9, 15), runs_per_T=2, n_train=64,
-        n_val=200, n_test=50, batch_size=32, max_epochs=epochs)
+        n_val=200, n_test=50, batch_size=32, max_epochs=epochs, engine="per_T")
 
 
 def test_unknown_experiment_gives_none() -> None:

@@ -47,6 +47,7 @@ def test_presets() -> None:
     quick = SparseMajorityConfig.quick()
     assert quick.T_values == (20, 60, 100, 140, 200) and quick.runs_per_T == 3
     assert quick.optimizer == "adam" and quick.max_epochs <= 1000
+    assert (paper.engine, quick.engine) == ("fused", "per_T")
     assert SparseMajorityConfig.PROTOCOL_VERSION >= 2  # 2: held-out test set
     assert paper.n_test == 10_000 and quick.n_test >= 1000
 
@@ -169,6 +170,34 @@ def test_bad_config_raises() -> None:
         SparseMajorityConfig(max_epochs=0)
     with pytest.raises(ValueError, match="batch_size"):
         SparseMajorityConfig(batch_size=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="engine must be"):
+        SparseMajorityConfig(engine="per_t")
+    with pytest.raises(ValueError, match="engine 'fused'.*'adam'"):
+        SparseMajorityConfig(optimizer="adam", momentum=0.0)
+
+
+def test_engine_decides_the_units_and_old_keys_stay() -> None:
+    """The split into units follows ``engine``, not the optimizer; the keys of the configs
+    stored before the field existed (the paper unit's committed checkpoint, the quick units)
+    stay what they were, and any other engine is part of the key."""
+    from genbounds.experiments.sparse_majority import sweep_configs
+    from genbounds.results import config_hash, config_to_dict
+
+    per_T = dataclasses.replace(TINY, engine="per_T")  # the protocol's SGD, one unit per T
+    assert [c.T_values for c in sweep_configs(per_T)] == [(5,), (8,)]
+    assert all(c.engine == "per_T" for c in sweep_configs(per_T))
+    paper, quick = SparseMajorityConfig.paper(), SparseMajorityConfig.quick()
+    # results/paper/_checkpoints/SparseMajorityConfig/97649333e6126f84.pt is keyed by it
+    assert config_hash(paper) == "97649333e6126f84"
+    # the committed quick units (results/quick/SparseMajorityConfig/)
+    assert [config_hash(u) for u in sweep_configs(quick)] == [
+        "d553f1d66e334f0e", "e461b908dde0538a", "75c8fe09b04302b2", "213ae936a9fafc9d",
+        "0429cd775c8137f3"]
+    assert "engine" not in config_to_dict(paper) and "engine" not in config_to_dict(quick)
+    other = dataclasses.replace(paper, engine="per_T")
+    assert config_to_dict(other)["engine"] == "per_T"
+    assert config_hash(other) != config_hash(paper)
+    assert config_hash(per_T) != config_hash(TINY)
 
 
 def test_stored_sweep_equals_one_shot_run(tiny_result, tmp_path) -> None:
@@ -178,7 +207,7 @@ def test_stored_sweep_equals_one_shot_run(tiny_result, tmp_path) -> None:
 
     # SGD (the protocol): one unit, every run of every T in one computation; Adam: one per T
     assert [c.T_values for c in sweep_configs(TINY)] == [(5, 8)]
-    adam = dataclasses.replace(TINY, optimizer="adam", momentum=0.0)
+    adam = dataclasses.replace(TINY, optimizer="adam", momentum=0.0, engine="per_T")
     assert [c.T_values for c in sweep_configs(adam)] == [(5,), (8,)]
     store = ResultStore(tmp_path, namespace="quick")
     arrays, parts = load_or_run("sparse_majority", "quick", config=TINY, store=store)
@@ -191,6 +220,25 @@ def test_stored_sweep_equals_one_shot_run(tiny_result, tmp_path) -> None:
     again, parts2 = load_or_run("sparse_majority", "quick", config=TINY, store=store)
     assert not any(p.fresh for p in parts2)
     np.testing.assert_array_equal(again["val_loss"], arrays["val_loss"])
+
+
+def test_a_fused_unit_is_saved_with_the_experiments_declarations(tiny_result, tmp_path) -> None:
+    """Every entry of a fused unit's result (its text entries included, as arrays or as
+    scalars) is taken by the store with the experiment's own declarations."""
+    from genbounds.experiments import get_experiment
+    from genbounds.results import ResultStore, describe_device
+
+    exp = get_experiment("sparse_majority")
+    nonfinite, text = exp.declared()
+    texts = sorted(k for k, v in tiny_result.items() if isinstance(v, str))
+    assert "engine" in texts and "segments" in texts  # sanity: the unit has text entries
+    store = ResultStore(tmp_path, namespace="quick")
+    store.save(TINY, dict(tiny_result), device=describe_device("cpu"), wall_time_s=1.0,
+               code_modules=exp.code, nonfinite=nonfinite, text=text)
+    back = store.load(TINY, code_modules=exp.code)
+    for key in texts:  # all of them kept, as text
+        assert str(back.arrays[key]) == tiny_result[key], key
+    np.testing.assert_array_equal(back.arrays["val_loss"], tiny_result["val_loss"])
 
 
 def test_cli_reproduce_fills_the_store(tmp_path, monkeypatch) -> None:
@@ -209,6 +257,7 @@ def test_a_unit_interrupted_at_a_random_epoch_resumes_to_identical_arrays(tmp_pa
     from genbounds.train import BudgetExhausted, UnitCheckpoint, unit_checkpoint
 
     unit = dataclasses.replace(TINY, T_values=(8,), max_epochs=9, optimizer="adam", lr=0.02,
+                               engine="per_T",
                                momentum=0.0)
     before = torch.get_num_threads()
     torch.set_num_threads(1)

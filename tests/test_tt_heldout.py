@@ -35,8 +35,8 @@ TINY_SGD = SparseMajorityConfig(
 # ... and one with Adam whose kept epoch is late (training moves the weights a lot)
 TINY_ADAM = SparseMajorityConfig(
     T_values=(6, 10), runs_per_T=2, n_train=32, n_val=48, n_test=64, s=3, d=8, heads=2,
-    key_dim=4, optimizer="adam", lr=1e-2, momentum=0.0, lr_decay=1.0, lr_floor=0.0,
-    batch_size=16, max_epochs=12, seed=11, device="cpu",
+    key_dim=4, optimizer="adam", engine="per_T", lr=1e-2, momentum=0.0, lr_decay=1.0,
+    lr_floor=0.0, batch_size=16, max_epochs=12, seed=11, device="cpu",
 )
 
 # Produced by the protocol-version-1 code (before the test set existed), OMP_NUM_THREADS=1.

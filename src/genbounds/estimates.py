@@ -553,8 +553,8 @@ def _own_per_unit(experiment_name: str, config: Any) -> list[float] | None:
 
 
 def _fused(experiment_name: str, config: Any) -> bool:
-    """The sparse-majority study with the protocol's SGD: one unit, the fused engine."""
-    return experiment_name == "sparse_majority" and getattr(config, "optimizer", "") == "sgd"
+    """The sparse-majority study with ``engine="fused"``: one unit, the fused engine."""
+    return experiment_name == "sparse_majority" and getattr(config, "engine", "") == "fused"
 
 
 def predicted_unit_seconds(experiment_name: str, config: Any,

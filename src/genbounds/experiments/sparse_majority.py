@@ -11,17 +11,19 @@ with floor 0.001, Keras' binary cross-entropy on the two logits against one-hot 
 at the end of the first epoch whose (running, Keras-style) training accuracy is 1.0, keep the
 weights of the epoch with the lowest validation loss.
 
-Engines. With the protocol's SGD (the ``paper()`` preset) every run of every ``T`` (50 runs)
+Engines (the config field ``engine``, which also decides how the store splits the sweep into
+units). ``"fused"`` (the ``paper()`` preset; SGD only): every run of every ``T`` (50 runs)
 is trained as ONE computation by :func:`genbounds.train.fused_protocol.train_fused`
 (:func:`train_fused_protocol`): the [CLS]-only attention written as one product of a sample's
 bit indicators with a per-run table, each run's stopping and kept-weights rules as masks, a
 stopped run removed from the computation at the next read-back, a whole epoch captured in a
 CUDA graph on a GPU, TF32 off. It gives the per-``T`` engine's numbers to floating-point
 tolerance (tested in float64, stopping and kept epochs included). The store keeps the whole
-protocol as one unit. With Adam (the ``quick()`` preset) all runs of one ``T`` are trained as
-one batched ensemble (:func:`genbounds.train.train_ensemble` with ``K = runs_per_T``), each with
-its own data, initialisation, minibatch order and stopping epoch; the model reads bits and
-assembles its tokens from the data set's embedding and positional tables (exact;
+protocol as one unit. ``"per_T"`` (the ``quick()`` preset, with Adam; any optimizer): all
+runs of one ``T`` are trained as one batched ensemble (:func:`genbounds.train.train_ensemble`
+with ``K = runs_per_T``), each with its own data, initialisation, minibatch order and
+stopping epoch; the model reads bits and assembles its tokens from the data set's embedding
+and positional tables (exact;
 :meth:`~genbounds.models.SparseMajorityMHA.set_token_tables`), so no ``(n, T + 1, d)`` token
 tensor is built; one unit per ``T``.
 
@@ -109,7 +111,8 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -130,6 +133,7 @@ from genbounds.experiments.registry import (
 )
 from genbounds.models import SparseMajorityMHA
 from genbounds.norms import norm_table
+from genbounds.results.keys import OMIT_FROM_KEY
 from genbounds.train import (
     TrainConfig,
     TrainResult,
@@ -159,6 +163,16 @@ __all__ = [
 #: ``r`` at length ``T`` come from ``SeedSequence([seed, T, r, TEST_STREAM])``, a stream that
 #: the training, validation, initialisation and shuffling seeds never touch.
 TEST_STREAM: int = 0x54455354
+
+
+#: The engines of :attr:`SparseMajorityConfig.engine`.
+ENGINES: tuple[str, ...] = ("fused", "per_T")
+
+
+def _engine_of_old_keys(config: SparseMajorityConfig) -> bool:
+    """Whether ``config.engine`` is the one its optimizer implied before the field existed
+    (``"fused"`` with SGD, ``"per_T"`` with Adam): then the field stays out of the key."""
+    return config.engine == ("fused" if config.optimizer == "sgd" else "per_T")
 
 
 @dataclass(frozen=True)
@@ -192,6 +206,14 @@ class SparseMajorityConfig:
         Root seed of the sweep (see the module docstring).
     device:
         ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    engine:
+        How the sweep is computed and split into units of the results store: ``"fused"``
+        (the paper preset; SGD only) trains every run of every ``T`` as one computation, ONE
+        unit; ``"per_T"`` (the quick preset; any optimizer) one ensemble per ``T``, one unit
+        per ``T``. The runs (their seeds) are the same either way; the numbers agree to
+        floating-point tolerance, not bit for bit. (Configs stored before this field existed
+        used ``"fused"`` with SGD and ``"per_T"`` with Adam: those combinations are left out
+        of the key, so their stored results and checkpoints keep their keys.)
     """
 
     PROTOCOL_VERSION: ClassVar[int] = 2
@@ -214,6 +236,7 @@ class SparseMajorityConfig:
     max_epochs: int = 200_000
     seed: int = 0
     device: str = "auto"
+    engine: str = field(default="fused", metadata={OMIT_FROM_KEY: _engine_of_old_keys})
 
     def __post_init__(self) -> None:
         if not isinstance(self.T_values, tuple) or len(self.T_values) == 0:
@@ -234,6 +257,11 @@ class SparseMajorityConfig:
             raise ValueError(f"s must be odd (strict majority), got {self.s}")
         if self.optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.engine == "fused" and self.optimizer != "sgd":
+            raise ValueError(f"engine 'fused' runs the protocol's SGD; with optimizer "
+                             f"{self.optimizer!r} use engine='per_T'")
         if not isinstance(self.device, str) or not (
                 self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got "
@@ -273,7 +301,7 @@ class SparseMajorityConfig:
         """
         return cls(T_values=(20, 60, 100, 140, 200), runs_per_T=3, n_val=1000, n_test=5000,
                    optimizer="adam", lr=1e-3, momentum=0.0, lr_decay=1.0, lr_floor=0.0,
-                   max_epochs=600, device=device)
+                   max_epochs=600, device=device, engine="per_T")
 
     def train_config(self) -> TrainConfig:
         """The :class:`~genbounds.train.TrainConfig` of the protocol."""
@@ -508,39 +536,48 @@ def device_class(device: torch.device) -> str:
     return f"{model} ({cap})"
 
 
+def _fused_progress(bar_wanted: bool, max_epochs: int, t0: float,
+                    ) -> tuple[Callable[[int, int, int], None], Any]:
+    """The fused engine's ``progress(epoch, total, live)`` callback and its tqdm bar (None
+    without one): a bar over the epochs, or a line on stderr about every 30 s (the logs of
+    a budgeted GPU run)."""
+    if bar_wanted:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_epochs, desc="epochs (all runs)", leave=False)
+
+        def tick(epoch: int, total: int, live: int) -> None:
+            bar.update(epoch - bar.n)
+            bar.set_postfix(live=live)
+
+        return tick, bar
+    last = [time.perf_counter(), 0.0]
+
+    def log(epoch: int, total: int, live: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= 30.0 or live == 0 or epoch >= total:
+            rate = (now - last[0]) / max(epoch - last[1], 1) * 1e3
+            last[0], last[1] = now, float(epoch)
+            print(f"sparse_majority (fused): epoch {epoch} of {total}, {live} runs live, "
+                  f"{now - t0:.0f} s, {rate:.2f} ms per epoch lately", file=sys.stderr,
+                  flush=True)
+
+    return log, None
+
+
+#: The text entries of a fused unit's result (:func:`_run_fused`), declared to the store.
+FUSED_TEXT: tuple[str, ...] = ("engine", "precision", "device_class", "torch_build", "segments")
+
+
 def _run_fused(config: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
     """:func:`run` with every run of every ``T`` trained as one computation."""
     K = config.runs_per_T
     device = resolve_device(config.device)
     dtype = torch.float32
     t0 = time.perf_counter()
-    bar = None
     knobs = _env_knobs()
     knobs.setdefault("sync_every", 200 if device.type == "cuda" else 5)
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=config.max_epochs, desc="epochs (all runs)", leave=False)
-
-        def tick(epoch: int, total: int, live: int) -> None:
-            assert bar is not None
-            bar.update(epoch - bar.n)
-            bar.set_postfix(live=live)
-
-        knobs["progress"] = tick
-    else:  # a line on stderr about every 30 s (the logs of a budgeted GPU run)
-        last = [time.perf_counter(), 0.0]
-
-        def log(epoch: int, total: int, live: int) -> None:
-            now = time.perf_counter()
-            if now - last[0] >= 30.0 or live == 0 or epoch >= total:
-                rate = (now - last[0]) / max(epoch - last[1], 1) * 1e3
-                last[0], last[1] = now, float(epoch)
-                print(f"sparse_majority (fused): epoch {epoch} of {total}, {live} runs live, "
-                      f"{now - t0:.0f} s, {rate:.2f} ms per epoch lately", file=sys.stderr,
-                      flush=True)
-
-        knobs["progress"] = log
+    knobs["progress"], bar = _fused_progress(progress, config.max_epochs, t0)
     try:
         fr = train_fused_protocol(config, dtype=dtype, **knobs)
     finally:
@@ -623,9 +660,9 @@ def _run_fused(config: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
 def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, Any]:
     """Run the sweep and return one entry per run (see the module docstring for the keys).
 
-    With the protocol's SGD (the paper preset) every run of every ``T`` is trained as one
-    computation (:func:`train_fused_protocol`); with Adam (the quick preset) one ensemble per
-    ``T`` (:func:`train_group`).
+    With ``engine="fused"`` (the paper preset) every run of every ``T`` is trained as one
+    computation (:func:`train_fused_protocol`); with ``"per_T"`` (the quick preset) one
+    ensemble per ``T`` (:func:`train_group`).
 
     Parameters
     ----------
@@ -636,7 +673,7 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, Any]:
     """
     if not isinstance(config, SparseMajorityConfig):
         raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
-    if config.optimizer == "sgd":
+    if config.engine == "fused":
         return _run_fused(config, progress)
     K = config.runs_per_T
     rows: dict[str, list[np.ndarray]] = {}
@@ -685,15 +722,15 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, Any]:
 def sweep_configs(config: SparseMajorityConfig) -> list[SparseMajorityConfig]:
     """The units that the results store keeps and resumes.
 
-    With the protocol's SGD (the paper preset) ONE unit: every run of every ``T`` is one
+    With ``engine="fused"`` (the paper preset) ONE unit: every run of every ``T`` is one
     computation (:func:`train_fused_protocol`), resumable at any read-back under
-    ``reproduce --budget-minutes``. With Adam (the quick preset) one config per sequence
+    ``reproduce --budget-minutes``. With ``"per_T"`` (the quick preset) one config per sequence
     length. Run ``r`` at length ``T`` draws its seeds from ``(config.seed, T, r)`` only, so the
     runs are the same either way.
     """
     if not isinstance(config, SparseMajorityConfig):
         raise ValueError(f"config must be a SparseMajorityConfig, got {type(config).__name__}")
-    if config.optimizer == "sgd":
+    if config.engine == "fused":
         return [config]
     return [dataclasses.replace(config, T_values=(int(T),)) for T in config.T_values]
 
@@ -716,6 +753,8 @@ EXPERIMENT = register_experiment(Experiment(
     # training curves are NaN after a run stopped; the metrics at the kept and last epoch are
     # NaN where the checkpoint a unit resumed from did not record them (commit d76b6df)
     nonfinite=("curve_*", "at_kept_*", "at_stop_*"),
+    # the fused engine's descriptive entries (what ran where): strings, saved as text
+    text=FUSED_TEXT,
     code=code_of("sparse_majority"),
 ))
 
@@ -728,8 +767,8 @@ def paper_checkpoint_path(config: SparseMajorityConfig | None = None,
     from genbounds.results import ResultStore
 
     config = SparseMajorityConfig.paper() if config is None else config
-    if not isinstance(config, SparseMajorityConfig) or config.optimizer != "sgd":
-        raise ValueError("config must be a SparseMajorityConfig with the protocol's SGD")
+    if not isinstance(config, SparseMajorityConfig) or config.engine != "fused":
+        raise ValueError("config must be a SparseMajorityConfig with engine='fused'")
     store = ResultStore(root=root, namespace="paper")
     return _checkpoint_file(EXPERIMENT, store, config)
 
@@ -787,8 +826,8 @@ def protocol_progress(path: str | os.PathLike[str] | None = None,
     from genbounds.train.checkpoint import FORMAT, UnitCheckpoint, from_storable
 
     config = SparseMajorityConfig.paper() if config is None else config
-    if not isinstance(config, SparseMajorityConfig) or config.optimizer != "sgd":
-        raise ValueError("config must be a SparseMajorityConfig with the protocol's SGD")
+    if not isinstance(config, SparseMajorityConfig) or config.engine != "fused":
+        raise ValueError("config must be a SparseMajorityConfig with engine='fused'")
     file = paper_checkpoint_path(config) if path is None else Path(path)
     if not file.is_file():
         raise FileNotFoundError(f"no checkpoint at {file}")

@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["config_hash", "config_to_dict", "record_hash"]
+__all__ = ["OMIT_FROM_KEY", "config_hash", "config_to_dict", "record_hash"]
+
+#: Field metadata: ``field(..., metadata={OMIT_FROM_KEY: rule})`` with ``rule(config) -> bool``
+#: leaves the field out of the canonical dict (and so out of the key) where ``rule`` is true.
+#: For a field added to a config class after results were stored under its keys: the rule
+#: names the values those configs had implicitly, so that their keys stay the same, while
+#: any other value enters the key.
+OMIT_FROM_KEY = "omit_from_key_when"
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -45,7 +52,8 @@ def config_to_dict(config: Any) -> dict[str, Any]:
             return {str(k): convert(v, f"{where}.{k}") for k, v in sorted(value.items())}
         raise ValueError(f"config field {where} has a type JSON cannot store: {type(value)}")
 
-    return {f.name: convert(getattr(config, f.name), f.name) for f in dataclasses.fields(config)}
+    return {f.name: convert(getattr(config, f.name), f.name) for f in dataclasses.fields(config)
+            if not (OMIT_FROM_KEY in f.metadata and f.metadata[OMIT_FROM_KEY](config))}
 
 
 def record_hash(config_class: str, protocol_version: int, config: dict[str, Any]) -> str:

@@ -269,10 +269,21 @@ class _Live:
         n_tr = groups[0].bits_train.shape[1]
         self.n_train = n_tr
 
-        def dev(a: Any, dt: torch.dtype | None = None) -> torch.Tensor:
-            return torch.as_tensor(np.ascontiguousarray(a), device=device,
-                                   dtype=dtype if dt is None else dt)
+        self._set_tables(groups, runs, offsets, gid)
+        self._set_state(st, runs)
+        self.graph: Any = None
+        self.graph_error = ""
 
+    def _dev(self, a: Any, dt: torch.dtype | None = None) -> torch.Tensor:
+        """``a`` as a contiguous tensor on the device (the compute dtype unless ``dt``)."""
+        return torch.as_tensor(np.ascontiguousarray(a), device=self.device,
+                               dtype=self.dtype if dt is None else dt)
+
+    def _set_tables(self, groups: Sequence[FusedGroup], runs: np.ndarray,
+                    offsets: np.ndarray, gid: np.ndarray) -> None:
+        """The live runs' data: training and validation indicators, labels, token rows."""
+        dev, dtype, device = self._dev, self.dtype, self.device
+        R, n_tr, d, Tmax = self.R, self.n_train, self.d, self.Tmax
         # training indicators [b, 1 - b], zero in the padding: (R, n_train, 2 * Tmax)
         Ltr = np.zeros((R, n_tr, 2, Tmax), dtype=np.float64)
         ytr = np.zeros((R, n_tr), dtype=np.int64)
@@ -317,6 +328,11 @@ class _Live:
         vb = torch.zeros(Tmax + 3, 1, dtype=dtype, device=device)
         vb[:Tmax + 1] = 1.0
         self.vb_rows = vb
+
+    def _set_state(self, st: dict[str, Any], runs: np.ndarray) -> None:
+        """The live runs' training state (flat parameter rows, velocity, kept weights, stop
+        bookkeeping) and the block buffers a graph reads and writes."""
+        dev, device, R, n_tr = self._dev, self.device, self.R, self.n_train
         # state
         # every run's parameters as one flat row (one update for all tensors): (R, n_params)
         self.shapes = {n: tuple(st["params"][n].shape[1:]) for n in PARAM_NAMES}
@@ -342,12 +358,10 @@ class _Live:
         self.at_stop = dev(st["at_stop"][runs], torch.float32)
         self.epoch = torch.zeros((), dtype=torch.int64, device=device)  # absolute epoch
         self.slot = torch.zeros((), dtype=torch.int64, device=device)  # epoch within block
-        B = settings.sync_every
+        B = self.settings.sync_every
         self.orders = torch.zeros((B, R, n_tr), dtype=torch.int64, device=device)
-        self.lrs = torch.zeros((B,), dtype=dtype, device=device)
+        self.lrs = torch.zeros((B,), dtype=self.dtype, device=device)
         self.metrics = torch.zeros((B, 4, R), dtype=torch.float32, device=device)
-        self.graph: Any = None
-        self.graph_error = ""
 
     def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
         """The parameters as views of a flat ``(R, n_params)`` tensor."""
@@ -515,6 +529,14 @@ class _Live:
         with torch.no_grad():
             for t, s0 in zip(self._mutable(), saved, strict=True):
                 t.copy_(s0)
+
+    def load_block(self, orders: np.ndarray, lrs: np.ndarray, e0: int) -> None:
+        """Copy a block's minibatch orders and learning rates in; the block starts at ``e0``."""
+        n = orders.shape[0]
+        with torch.no_grad():
+            self.orders[:n].copy_(torch.from_numpy(np.ascontiguousarray(orders)).to(self.device))
+            self.lrs[:n].copy_(torch.from_numpy(lrs))
+            self.epoch.fill_(e0)
 
     def run_block(self, n: int) -> None:
         """``n`` epochs (the block's orders and rates already in place)."""
@@ -709,6 +731,89 @@ class _Curves:
             self.data["lr"][runs[on], j] = lrs[i]
 
 
+def _check_arguments(groups: Sequence[FusedGroup], settings: Any, dtype: Any) -> None:
+    """``ValueError`` naming the argument of :func:`train_fused` that is wrong."""
+    _check_groups(groups)
+    if not isinstance(settings, FusedSettings):
+        raise ValueError(f"settings must be a FusedSettings, got {type(settings).__name__}")
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+
+
+_Drawn = tuple[np.ndarray, np.ndarray, dict[int, Any]]
+
+
+def _order_drawer(rngs: list[np.random.Generator], settings: FusedSettings,
+                  N: int) -> Callable[[np.ndarray, int], _Drawn]:
+    """``draw(runs, e0)``: the minibatch orders of the runs for the block from ``e0``."""
+    tile_dtype = np.int16 if N < 2**15 else np.int64
+
+    def draw(runs: np.ndarray, e0: int) -> _Drawn:
+        """Minibatch orders ``(n, len(runs), N)`` of the block starting at ``e0`` (one
+        permutation per run and epoch, exactly ``rng.permutation(N)`` in sequence), and each
+        generator's state before the draw (what a checkpoint at ``e0`` must hold)."""
+        n = min(settings.sync_every, settings.max_epochs - e0)
+        snap = {int(r): rngs[int(r)].bit_generator.state for r in runs}
+        tile = np.tile(np.arange(N, dtype=tile_dtype), (n, 1))
+        return runs, np.stack([rngs[int(r)].permuted(tile, axis=1) for r in runs], axis=1), snap
+
+    return draw
+
+
+def _open_stage(checkpoint: UnitCheckpoint | None | bool, groups: Sequence[FusedGroup],
+                settings: FusedSettings, dtype: torch.dtype, heads: int, key_dim: int,
+                st: dict[str, Any], rngs: list[np.random.Generator],
+                ) -> tuple[Stage | None, Path | None, FusedResult | None]:
+    """The checkpoint stage of this computation (None without a checkpoint), where its
+    curves are kept, and its result if the stage already finished; a partial state saved
+    by an interrupted run is restored into ``st`` and ``rngs``."""
+    ckpt = current_checkpoint() if checkpoint is None else (checkpoint or None)
+    if not isinstance(ckpt, UnitCheckpoint):
+        return None, None, None
+    stage = ckpt.stage(_stage_tag(groups, settings, dtype, heads, key_dim))
+    curves_path = ckpt.companion("curves.npz")
+    if stage.result is not None:
+        return stage, curves_path, _result_from_storable(stage.result)
+    if stage.partial is not None:
+        _restore(st, stage.partial, rngs)
+    return stage, curves_path, None
+
+
+def _boundary(stage: Stage, epoch: int, max_epochs: int, st: dict[str, Any],
+              snap: dict[int, Any], curves: _Curves) -> None:
+    """A read-back at ``epoch``: the stage saves the state (with the generators' states
+    ``snap`` before the next block's draw) when its policy or budget says so."""
+
+    def state_fn() -> dict[str, Any]:
+        curves.save()  # beside the checkpoint, whenever the state is saved
+        return _storable_state(st, snap)
+
+    stage.boundary(epoch, max_epochs, state_fn)
+
+
+def _final_result(st: dict[str, Any], max_epochs: int, curves: _Curves, wall_time_s: float,
+                  device: torch.device, graphs: bool,
+                  timings: list[tuple[int, int, float]]) -> FusedResult:
+    """The :class:`FusedResult` of a finished computation (runs still live at the cap are
+    marked stopped at its last epoch, not having reached training accuracy 1)."""
+    still = st["active"].copy()
+    st["stopped_epoch"][still] = max_epochs - 1
+    reached = ~still
+    st["active"][:] = False
+    return FusedResult(
+        best_state={n: torch.from_numpy(np.ascontiguousarray(st["best"][n])) for n in
+                    PARAM_NAMES},
+        best_epoch=st["best_epoch"].copy(), stopped_epoch=st["stopped_epoch"].copy(),
+        reached_train_accuracy=reached, best_val_loss=st["best_val"].copy(),
+        at_kept={k: st["at_kept"][:, i].copy() for i, k in enumerate(_METRICS)},
+        at_stop={k: st["at_stop"][:, i].copy() for i, k in enumerate(_METRICS)},
+        curve_epoch=curves.epochs.copy(), curves={k: v.copy() for k, v in curves.data.items()},
+        wall_time_s=wall_time_s,
+        epochs_run=int(max(st["stopped_epoch"].max() + 1, 0)), device=str(device),
+        precision="fp32 (TF32 off)" if device.type == "cuda" else "fp32",
+        graphs=graphs, epoch_seconds=timings, segments=list(st["segments"]))
+
+
 def train_fused(
     groups: Sequence[FusedGroup],
     settings: FusedSettings,
@@ -729,27 +834,17 @@ def train_fused(
     order of the groups) and the epoch of a non-finite loss.
     """
     t0 = time.perf_counter()
-    _check_groups(groups)
-    if not isinstance(settings, FusedSettings):
-        raise ValueError(f"settings must be a FusedSettings, got {type(settings).__name__}")
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    _check_arguments(groups, settings, dtype)
     device = resolve_device(settings.device)
     np_dtype = np.float32 if dtype == torch.float32 else np.float64
     offsets = np.cumsum([0] + [g.k for g in groups])
     R = int(offsets[-1])
     st = _initial_state(groups, np_dtype)
     rngs = [np.random.default_rng(int(s)) for g in groups for s in g.shuffle_seeds]
-    ckpt = current_checkpoint() if checkpoint is None else (checkpoint or None)
-    stage: Stage | None = None
-    curves_path = None
-    if isinstance(ckpt, UnitCheckpoint):
-        stage = ckpt.stage(_stage_tag(groups, settings, dtype, heads, key_dim))
-        curves_path = ckpt.companion("curves.npz")
-        if stage.result is not None:
-            return _result_from_storable(stage.result)
-        if stage.partial is not None:
-            _restore(st, stage.partial, rngs)
+    stage, curves_path, done = _open_stage(checkpoint, groups, settings, dtype, heads,
+                                           key_dim, st, rngs)
+    if done is not None:
+        return done
     # which machine ran which epochs (a resumed computation may continue on another device)
     st["segments"].append(f"epochs {int(st['epoch'])}-: {_device_label(device)}, "
                           f"commit {_code_commit()}")
@@ -762,19 +857,8 @@ def train_fused(
     torch.backends.cudnn.allow_tf32 = False
     timings: list[tuple[int, int, float]] = []
     schedule = settings.lr_schedule(0, settings.max_epochs)
-    N = groups[0].bits_train.shape[1]
-    tile_dtype = np.int16 if N < 2**15 else np.int64
-
-    def draw(runs: np.ndarray, e0: int) -> tuple[np.ndarray, np.ndarray, dict[int, Any]]:
-        """Minibatch orders ``(n, len(runs), N)`` of the block starting at ``e0`` (one
-        permutation per run and epoch, exactly ``rng.permutation(N)`` in sequence), and each
-        generator's state before the draw (what a checkpoint at ``e0`` must hold)."""
-        n = min(settings.sync_every, settings.max_epochs - e0)
-        snap = {int(r): rngs[int(r)].bit_generator.state for r in runs}
-        tile = np.tile(np.arange(N, dtype=tile_dtype), (n, 1))
-        return runs, np.stack([rngs[int(r)].permuted(tile, axis=1) for r in runs], axis=1), snap
-
-    pending: tuple[np.ndarray, np.ndarray, dict[int, Any]] | None = None
+    draw = _order_drawer(rngs, settings, groups[0].bits_train.shape[1])
+    pending: _Drawn | None = None
     try:
         live: _Live | None = None
         while st["epoch"] < settings.max_epochs and st["active"].any():
@@ -792,10 +876,7 @@ def train_fused(
             orders = orders[:, np.searchsorted(drawn_runs, runs)]
             n = orders.shape[0]
             lrs = schedule[e0:e0 + n]
-            with torch.no_grad():
-                live.orders[:n].copy_(torch.from_numpy(np.ascontiguousarray(orders)).to(device))
-                live.lrs[:n].copy_(torch.from_numpy(lrs))
-                live.epoch.fill_(e0)
+            live.load_block(orders, lrs, e0)
             if use_graphs and rebuilt:
                 live.capture()
                 if live.graph is None:  # capture failed: eager from now on (same numbers)
@@ -821,31 +902,11 @@ def train_fused(
                 progress(e1, settings.max_epochs, int(st["active"].sum()))
             if stage is not None and e1 < settings.max_epochs and st["active"].any():
                 assert pending is not None
-                snap = pending[2]
-
-                def state_fn(snap: dict[int, Any] = snap) -> dict[str, Any]:
-                    curves.save()  # beside the checkpoint, whenever the state is saved
-                    return _storable_state(st, snap)
-
-                stage.boundary(e1, settings.max_epochs, state_fn)
+                _boundary(stage, e1, settings.max_epochs, st, pending[2], curves)
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
-    still = st["active"].copy()
-    st["stopped_epoch"][still] = settings.max_epochs - 1
-    reached = ~still
-    st["active"][:] = False
-    res = FusedResult(
-        best_state={n: torch.from_numpy(np.ascontiguousarray(st["best"][n])) for n in
-                    PARAM_NAMES},
-        best_epoch=st["best_epoch"].copy(), stopped_epoch=st["stopped_epoch"].copy(),
-        reached_train_accuracy=reached, best_val_loss=st["best_val"].copy(),
-        at_kept={k: st["at_kept"][:, i].copy() for i, k in enumerate(_METRICS)},
-        at_stop={k: st["at_stop"][:, i].copy() for i, k in enumerate(_METRICS)},
-        curve_epoch=curves.epochs.copy(), curves={k: v.copy() for k, v in curves.data.items()},
-        wall_time_s=elapsed_before + time.perf_counter() - t0,
-        epochs_run=int(max(st["stopped_epoch"].max() + 1, 0)), device=str(device),
-        precision="fp32 (TF32 off)" if device.type == "cuda" else "fp32",
-        graphs=use_graphs, epoch_seconds=timings, segments=list(st["segments"]))
+    res = _final_result(st, settings.max_epochs, curves,
+                        elapsed_before + time.perf_counter() - t0, device, use_graphs, timings)
     if stage is not None:
         stage.finish(_result_storable(res))
         curves.save()
