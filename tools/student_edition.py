@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -197,6 +198,37 @@ def attach_outputs(student: nbformat.NotebookNode, executed: nbformat.NotebookNo
     return matched
 
 
+def attach_glue(student: nbformat.NotebookNode, glue_json: Path) -> int:
+    """Put back the glued values that myst-nb took out of the executed notebook.
+
+    myst-nb moves every ``glue(..., display=False)`` output out of the cell into
+    ``<chapter>.glue.json`` beside the executed notebook, so the notebook alone cannot fill the
+    chapter's ``{glue}`` roles. Those values are appended, as the hidden glue outputs they were
+    (their mime prefix restored), to the first code cell: glue is looked up by name in the
+    whole document, and hidden outputs show nothing. Displayed glue outputs stay in their own
+    cells (myst-nb leaves them there). Returns the number of values attached."""
+    if not glue_json.exists():
+        return 0
+    data = json.loads(glue_json.read_text(encoding="utf-8"))
+    hidden = []
+    for key, out in data.items():
+        meta = out.get("metadata", {}).get("scrapbook", {})
+        prefix = meta.get("mime_prefix", "")
+        if not prefix:
+            continue  # displayed: still in its cell's outputs
+        hidden.append(nbformat.from_dict({
+            "output_type": "display_data",
+            "metadata": {"scrapbook": {"name": key, "mime_prefix": prefix}},
+            "data": {prefix + mime: v for mime, v in out.get("data", {}).items()},
+        }))
+    code = [c for c in student.cells if c.cell_type == "code"]
+    if hidden and not code:
+        raise ValueError(f"{glue_json.name}: glued values but no code cell to carry them")
+    if hidden:
+        code[0].outputs = list(code[0].get("outputs", [])) + hidden
+    return len(hidden)
+
+
 def with_setup(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """``nb`` with the set-up cell of the Colab notebooks first (``tools/colab.py``)."""
     import colab  # tools/colab.py
@@ -249,7 +281,8 @@ def write_edition(root: Path, out: Path, executed: Path | None = None
             except ValueError as exc:
                 problems.append(f"{chapter.name}: {exc}")
                 continue
-            note = f", outputs of {n} cells from {ex_path.name}"
+            g = attach_glue(nb, ex_path.with_name(f"{chapter.stem}.glue.json"))
+            note = f", outputs of {n} cells and {g} glued values from {ex_path.name}"
         nb = with_setup(nb)
         if executed is not None:
             nbformat.write(nb, src / "notebooks" / f"{chapter.stem}.ipynb")
@@ -292,10 +325,15 @@ def main(argv: list[str] | None = None) -> int:
             html = "\n".join(p.read_text(errors="replace")
                              for p in (args.out / "_build" / "html").rglob("*.html"))
             plain = re.sub(r"<[^>]+>", "", html)
-            for chapter in chapters(args.root):
-                student, removed = strip_solutions(chapter.read_text(encoding="utf-8"))
+            # a line a solution shares with any student source (another chapter's code, an
+            # exercise's starter code) is not a leak; only lines found nowhere but a solution
+            stripped = {c: strip_solutions(c.read_text(encoding="utf-8"))
+                        for c in chapters(args.root)}
+            every_student_source = "\n".join(st for st, _ in stripped.values())
+            for chapter, (_, removed) in stripped.items():
                 problems += [f"{chapter.name}: solution text in the built HTML: {leak[:80]!r}"
-                             for leak in leaked_lines(removed, plain, allowed=student)
+                             for leak in leaked_lines(removed, plain,
+                                                      allowed=every_student_source)
                              if not re.search(r"[$\\{}]", leak)]
     for p in problems:
         print("student edition: ERROR:", p, file=sys.stderr)
