@@ -267,19 +267,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     temporary file :func:`tempfile.mkstemp` makes is ``0o600``), so a store written on a
     shared filesystem is readable by whoever the umask lets read it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, file_mode())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    commit_temporary(write_temporary(path, data), path)
 
 
 def _fsync_dir(directory: Path) -> None:
