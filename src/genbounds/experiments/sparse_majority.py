@@ -452,6 +452,22 @@ def train_fused_protocol(
                        key_dim=config.key_dim, dtype=dtype, progress=progress)
 
 
+def _add_norms_and_tokens(add: Any, view: Any, batch: Any, K: int, wall: float) -> None:
+    """The columns both engines store from the kept weights: the norm table, the weights
+    rewritten as TT heads (float32, so that any norm can be computed later), the token-norm
+    bounds ``B_x`` (plain and bias-augmented) and the group's wall time."""
+    for key, val in norm_table(view, extra={"tt": tt_norms(view)}).items():
+        add(key, val)
+    for key, mat in tt_correspondence(view, augment_bias=True).items():
+        add(f"tt_{key}", mat.detach().cpu().to(torch.float32).numpy())
+    l1, l2 = _token_norm_bounds(batch)
+    add("B_x_l1", l1)
+    add("B_x_l2", l2)
+    add("B_x_aug_l1", l1 + 1.0)
+    add("B_x_aug_l2", np.sqrt(l2**2 + 1.0))
+    add("group_wall_time_s", np.full(K, wall))
+
+
 def _token_norm_bounds(batch: SparseMajorityBatch) -> tuple[np.ndarray, np.ndarray]:
     """Largest l1 and l2 norm of any token row of each run's data (float64)."""
     rows = [torch.as_tensor(ds.possible_tokens()) for ds in batch.datasets]
@@ -624,17 +640,7 @@ def _run_fused(config: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
         add("reached_perfect_train", fr.reached_train_accuracy[sl])
         add("selected_val_loss", fr.best_val_loss[sl])
         model.cpu()
-        view = model.view(initial_state=initial)
-        for key, val in norm_table(view, extra={"tt": tt_norms(view)}).items():
-            add(key, val)
-        for key, mat in tt_correspondence(view, augment_bias=True).items():
-            add(f"tt_{key}", mat.detach().cpu().to(torch.float32).numpy())
-        l1, l2 = _token_norm_bounds(batch)
-        add("B_x_l1", l1)
-        add("B_x_l2", l2)
-        add("B_x_aug_l1", l1 + 1.0)
-        add("B_x_aug_l2", np.sqrt(l2**2 + 1.0))
-        add("group_wall_time_s", np.full(K, wall))
+        _add_norms_and_tokens(add, model.view(initial_state=initial), batch, K, wall)
         for key in fr.at_kept:  # the training-time metrics at the kept and the last epoch
             add(f"at_kept_{key}", fr.at_kept[key][sl])
             add(f"at_stop_{key}", fr.at_stop[key][sl])
@@ -704,18 +710,7 @@ def run(config: SparseMajorityConfig, progress: bool = False) -> dict[str, Any]:
         add("stopped_epoch", res.stopped_epoch)
         add("epochs_trained", res.stopped_epoch + 1)
         add("reached_perfect_train", res.reached_train_accuracy)
-        view = model.view(initial_state=res.initial_state)
-        for key, val in norm_table(view, extra={"tt": tt_norms(view)}).items():
-            add(key, val)
-        # the kept weights rewritten as TT heads (float32), so that any norm can be computed later
-        for key, mat in tt_correspondence(view, augment_bias=True).items():
-            add(f"tt_{key}", mat.detach().cpu().to(torch.float32).numpy())
-        l1, l2 = _token_norm_bounds(batch)
-        add("B_x_l1", l1)
-        add("B_x_l2", l2)
-        add("B_x_aug_l1", l1 + 1.0)
-        add("B_x_aug_l2", np.sqrt(l2**2 + 1.0))
-        add("group_wall_time_s", np.full(K, wall))
+        _add_norms_and_tokens(add, model.view(initial_state=res.initial_state), batch, K, wall)
     return {k: np.concatenate(v) for k, v in rows.items()}
 
 
