@@ -111,6 +111,18 @@ LABELS: dict[str, str] = {
     "n_test": "test examples",
     "n_params": "parameters",
     "seed": "seed",
+    # the sparse-majority protocol (chapter 02): configuration fields and per-run columns
+    "T_values": "sequence lengths T",
+    "runs_per_T": "runs per length",
+    "n_val": "validation examples",
+    "key_dim": "key dimension",
+    "lr_decay": "learning-rate decay per epoch",
+    "lr_floor": "smallest learning rate",
+    "batch_size": "batch size",
+    "max_epochs": "epoch cap",
+    "test_gap": "held-out gap (test minus training loss)",
+    "val_accuracy": "validation accuracy",
+    "test_accuracy": "test accuracy",
 }
 
 _FORMS = {"printed": "as printed", "audited": "audited", "reconstructed": "reconstructed"}
