@@ -72,6 +72,11 @@ CODE: dict[str, tuple[str, ...]] = {
         "genbounds.models.edelman", "genbounds.models.li_transformer",
         "genbounds.models.shallow_encoder", "genbounds.norms", "genbounds.protocols",
         "genbounds.spectral", "genbounds.validation"),
+    "margin_certificates": (
+        "genbounds.bounds.margin", "genbounds.bounds.pac_bayes", "genbounds.bounds.registry",
+        "genbounds.data.base", "genbounds.data.mnist", "genbounds.experiments.certificates",
+        "genbounds.experiments.margin_certificates", "genbounds.kl", "genbounds.models.base",
+        "genbounds.models.shallow_encoder", "genbounds.validation"),
 }
 
 NOT_TRACED_HERE: dict[str, dict[str, str]] = {}
