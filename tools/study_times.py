@@ -27,6 +27,7 @@ CHAPTER = {
     "effective_rank": "notebooks/05_effective_rank",
     "comparison": "notebooks/06_comparison",
     "certificates": "notebooks/07_certificates",
+    "margin_certificates": "notebooks/07_certificates",
 }
 #: The study, in words.
 TITLE = {
@@ -37,6 +38,7 @@ TITLE = {
     "effective_rank": "effective rank of attention (Dhingra)",
     "comparison": "every bound on the same models",
     "certificates": "certificates on the same weights",
+    "margin_certificates": "the trained network itself (margin derandomisation)",
 }
 
 
