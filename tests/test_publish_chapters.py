@@ -24,7 +24,12 @@ DIRECTIVE = re.compile(r"^(`{3,}|:{3,})\{(?P<name>[\w:-]+)\}(?P<arg>[^\n]*)\n(?P
 
 
 def _directives(text: str) -> list[tuple[str, str, str]]:
-    return [(m["name"], m["arg"].strip(), m["body"]) for m in DIRECTIVE.finditer(text)]
+    """Every directive, those nested in another's body (a bibliography in a dropdown) too."""
+    out: list[tuple[str, str, str]] = []
+    for m in DIRECTIVE.finditer(text):
+        out.append((m["name"], m["arg"].strip(), m["body"]))
+        out += _directives(m["body"])
+    return out
 
 
 def _headings(text: str) -> list[str]:
