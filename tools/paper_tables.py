@@ -143,9 +143,9 @@ def _package_root() -> Path:
 
 
 def _state_key(root: Path) -> str:
-    """A hash of what the table depends on: every stored paper record (name, size, time) and
-    the package's source. Rates are measured now, so a cached table also expires
-    (:data:`CACHE_S`)."""
+    """A hash of what the table depends on: every stored paper record (name, size, time), the
+    package's source and the tools that write the table (this file, and ``study_times.py``'s
+    study titles). Rates are measured now, so a cached table also expires (:data:`CACHE_S`)."""
     import hashlib
 
     h = hashlib.sha256()
@@ -153,6 +153,8 @@ def _state_key(root: Path) -> str:
         st = path.stat()
         h.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     for path in sorted((root / "src" / "genbounds").rglob("*.py")):
+        h.update(path.read_bytes())
+    for path in (Path(__file__).resolve(), Path(__file__).resolve().with_name("study_times.py")):
         h.update(path.read_bytes())
     return h.hexdigest()
 
