@@ -310,12 +310,18 @@ FINDINGS: dict[str, str] = {
 #: Issue #26: kinds the book still fails. They are reported with per-page counts but do not fail
 #: ``--strict`` yet; the lead removes a kind from this set once every page passes it (the
 #: report's last lines say which pending kinds already pass everywhere).
-PENDING: frozenset[str] = frozenset({
-    "wide-output", "cut-equation", "tall-page", "code-name-label",
-})
+PENDING: frozenset[str] = frozenset()  # every kind is fatal since 2026-11-26 (issue #26)
 
 #: The height budget of a page at 1,280 px (issue #26: about 30,000 px, some 33 screens).
 PAGE_BUDGET_PX = 30_000
+#: Pages still over :data:`PAGE_BUDGET_PX` (issue #26), each with the ceiling it may not exceed:
+#: its measured height at 1,280 px when the kind became fatal plus a little room. A ratchet,
+#: lowered as the page is shortened and removed once it fits the budget.
+OVER_BUDGET_PX: dict[str, int] = {
+    # 32,582 px on 2026-11-26 (every proof, audit table and evidence cell already folded; the
+    # rest is the paper's 20-odd statements and the reproduction): an appendix page is next
+    "notebooks/02_trauger_tewari": 33_000,
+}
 #: The phone viewport (CSS px) at which no page may scroll sideways.
 PHONE = (390, 844)
 
@@ -640,6 +646,7 @@ def check_page(
     result.add("bare-reference", [f"reference without number or title: {e}"
                                   for e in info["bareRefs"]])
     result.height = int(info["height"])
+    budget_px = max(budget_px, OVER_BUDGET_PX.get(docname, 0))
     if result.height > budget_px:
         result.add("tall-page", [f"page is {result.height:,} px tall at {size[0]} px "
                                  f"(budget {budget_px:,} px)"])
