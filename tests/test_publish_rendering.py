@@ -55,9 +55,14 @@ FAULTS = {
     "overflow": ("horizontal overflow", '<div style="width: 1500px">too wide</div>'),
     "external": ("request outside the site", '<img src="http://127.0.0.2:9/x.png" alt="x">'),
     "shrunk_image": ("image shown at", '<img src="_static/big.png" style="width: 300px" alt="b">'),
-    "wide_table": ("table wider than the column",
+    "wide_table": ("table wider than its box",
                    '<div class="scroll"><table><tr><td style="white-space: nowrap">'
                    + "sixteen columns of numbers " * 12 + "</td></tr></table></div>"),
+    # narrower than the column, but wider than the admonition it sits in (a scrollbar there)
+    "wide_table_in_box": ("table wider than its box",
+                          '<div class="admonition" style="max-width: 400px"><div class="scroll">'
+                          '<table><tr><td><span style="display: inline-block; width: 500px">'
+                          "a 500 px cell</span></td></tr></table></div></div>"),
     "tex_word": ("TeX control word in the text", "<p>so that |f vert &le; A for all f</p>"),
     # a norm's name such as ||W||_{1,inf} is not an infinite value
     "nan_output": ("nan/inf in an output", '<div class="cell"><div class="cell_output">'
@@ -88,9 +93,10 @@ FAULTS = {
 
 
 #: faults reported as reader findings (fatal only with --strict); the rest are errors
-READER_FINDINGS = {"shrunk_image", "wide_table", "tex_word", "nan_output", "warning_output",
-                   "empty_output", "wide_code", "wide_output", "cut_equation", "bare_reference",
-                   "tall_page", "phone_scroll", "code_name_table", "code_name_svg"}
+READER_FINDINGS = {"shrunk_image", "wide_table", "wide_table_in_box", "tex_word",
+                   "nan_output", "warning_output", "empty_output", "wide_code", "wide_output",
+                   "cut_equation", "bare_reference", "tall_page", "phone_scroll",
+                   "code_name_table", "code_name_svg"}
 #: the page budget of the fixture site (the fault page is 6,000 px tall, the others < 2,000)
 BUDGET_PX = 5000
 

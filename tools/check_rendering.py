@@ -130,10 +130,17 @@ for (const img of article.querySelectorAll('img')) {
       + `at ${img.clientWidth}px): ${(img.currentSrc || img.src).split('/').pop().slice(0, 60)}`);
   }
 }
+// a table wider than the space it has: the column, or a narrower box it sits in (an
+// admonition, a dropdown), which then shows it behind a scrollbar
 for (const t of article.querySelectorAll('table')) {
   const w = t.getBoundingClientRect().width;
-  if (!marked(t) && w > colWidth + 1) {
-    out.wideTables.push(`${Math.round(w)}px in a ${Math.round(colWidth)}px column: ${describe(t)}`);
+  if (marked(t) || w === 0) continue;
+  let avail = colWidth;
+  for (let p = t.parentElement; p && p !== article; p = p.parentElement) {
+    if (p.clientWidth > 0) avail = Math.min(avail, p.clientWidth);
+  }
+  if (w > avail + 1) {
+    out.wideTables.push(`${Math.round(w)}px in a ${Math.round(avail)}px box: ${describe(t)}`);
   }
 }
 // outputs: nan / inf / a Python warning, unless the cell is tagged expect-nan / expect-warning
@@ -633,7 +640,7 @@ def check_page(
     result.errors += [f"image did not load: {e}" for e in info["brokenImages"]]
     result.errors += [f"horizontal overflow: {e}" for e in info["overflow"]]
     result.add("shrunk-image", [f"image shown at {e}" for e in info["shrunk"]])
-    result.add("wide-table", [f"table wider than the column: {e}" for e in info["wideTables"]])
+    result.add("wide-table", [f"table wider than its box: {e}" for e in info["wideTables"]])
     result.add("tex-word", [f"TeX control word in the text: {e}" for e in info["texWords"]])
     for e in info["badOutputs"]:
         kind = ("warning-output" if e.startswith("Python warning") else
