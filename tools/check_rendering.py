@@ -122,6 +122,14 @@ while (walker.nextNode()) {
   if (w && !m) out.texWords.push(`"${w[0]}" in ${describe(parent)}`);
 }
 const colWidth = article.getBoundingClientRect().width;
+// the width an element may use: the column, or the narrowest box from ``from`` up to it
+const availWidth = (from) => {
+  let avail = colWidth;
+  for (let p = from; p && p !== article; p = p.parentElement) {
+    if (p.clientWidth > 0) avail = Math.min(avail, p.clientWidth);
+  }
+  return avail;
+};
 for (const img of article.querySelectorAll('img')) {
   if (marked(img) || img.naturalWidth < 200 || img.clientWidth === 0) continue;
   const f = img.clientWidth / img.naturalWidth;
@@ -135,10 +143,7 @@ for (const img of article.querySelectorAll('img')) {
 for (const t of article.querySelectorAll('table')) {
   const w = t.getBoundingClientRect().width;
   if (marked(t) || w === 0) continue;
-  let avail = colWidth;
-  for (let p = t.parentElement; p && p !== article; p = p.parentElement) {
-    if (p.clientWidth > 0) avail = Math.min(avail, p.clientWidth);
-  }
+  const avail = availWidth(t.parentElement);
   if (w > avail + 1) {
     out.wideTables.push(`${Math.round(w)}px in a ${Math.round(avail)}px box: ${describe(t)}`);
   }
@@ -180,10 +185,7 @@ for (const c of article.querySelectorAll('mjx-container[display="true"]')) {
   if (!visible(c) || marked(c)) continue;
   const m = c.querySelector('mjx-math') || c;
   const w = m.getBoundingClientRect().width;
-  let avail = colWidth;
-  for (let p = c; p && p !== article; p = p.parentElement) {
-    if (p.clientWidth > 0) avail = Math.min(avail, p.clientWidth);
-  }
+  const avail = availWidth(c);
   if (w > avail + 1) {
     const tex = (c.parentElement && c.parentElement.getAttribute('data-tex')) || '';
     out.cutEquations.push(`${Math.round(w - avail)}px cut: ${describe(c.parentElement || c)
