@@ -10,10 +10,13 @@ under tracing); a package stands for every ``.py`` file under it; ``None`` stand
 Two schemes (the fingerprint string says which):
 
 * ``ast2:<16 hex>`` (:func:`code_fingerprint`, every result stored since 2026-11-26): each file's
-  *normalised syntax tree* (``ast.dump`` of the parsed file, docstrings and the arguments of
-  ``raise`` removed), so comments, docstrings, error messages and formatting, which cannot
-  change a number, do not change the fingerprint (``ast1:``, a few records of that day, kept
-  the messages);
+  *normalised syntax tree* (the parsed file, docstrings and the arguments of ``raise`` removed,
+  written as text in one canonical form, :func:`canonical_dump`, that is the same under every
+  Python from 3.11 on), so comments, docstrings, error messages, formatting and the Python
+  version, which cannot change a number, do not change the fingerprint (``ast1:``, a few
+  records of that day, kept the messages). Records computed under Python 3.12 before the
+  canonical form existed (``ast.dump`` wrote their trees differently) are carried over by
+  :func:`migrate_record`;
 * ``<16 hex>`` (:func:`legacy_code_fingerprint`, older records): the files' bytes.
 
 :func:`migrate_record` carries an old record over to the new scheme when the files its
@@ -37,7 +40,9 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,17 +55,21 @@ __all__ = [
     "Provenance",
     "check_source_unchanged",
     "code_fingerprint",
+    "canonical_dump",
     "code_fingerprint_at",
     "code_modules_of",
     "cpu_class",
     "cpu_class_key",
     "describe_device",
+    "dump_style_of",
+    "earlier_stretches",
     "legacy_code_fingerprint",
     "migrate_record",
     "module_files",
     "normalize_code_modules",
     "normalized_source",
     "same_code",
+    "stretch_record",
 ]
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -148,38 +157,113 @@ def _strip_docstrings(tree: ast.AST, messages: bool = True) -> None:
                 node.body = body[1:] or [ast.Pass()]
 
 
+_CONSTANT_FIELDS = frozenset({("Constant", "value"), ("MatchSingleton", "value")})
+"""The fields that may hold ``None`` as a value (the literal ``None``) rather than as absent."""
+DUMP_STYLES = ("canonical", "3.12", "3.13")
+"""How a syntax tree is written as text. ``canonical`` (every fingerprint computed now, under
+every Python): what Python 3.11's ``ast.dump(tree, annotate_fields=True,
+include_attributes=False)`` prints, written out by :func:`canonical_dump` so that it does not
+depend on the running Python (3.12 adds ``type_params=[]`` to every function and class, 3.13
+leaves out empty lists, 3.12.0-3.12.1 add empty strings to f-strings). ``3.12`` and ``3.13``:
+what ``ast.dump`` printed under those Pythons, used only to check a fingerprint that such a
+Python recorded before the canonical form existed (:func:`migrate_record`)."""
+
+
+def _joined(values: list[Any]) -> list[Any]:
+    """An f-string's parts without empty string constants and with adjacent ones merged (the
+    same string; parsers of different Pythons split it differently)."""
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            if value.value == "":
+                continue
+            if out and isinstance(out[-1], ast.Constant) and isinstance(out[-1].value, str):
+                out[-1] = ast.Constant(value=out[-1].value + value.value)
+                continue
+        out.append(value)
+    return out
+
+
+def canonical_dump(node: Any, style: str = "canonical") -> str:
+    """``node`` (a syntax tree) as text, the same under every Python for the same source (see
+    :data:`DUMP_STYLES`): each node as ``Name(field=value, ...)`` in its fields' order, a field
+    that is absent or ``None`` (an optional field not given) left out, ``type_params`` left out
+    when empty (Python 3.12+ only), f-string parts normalised (:func:`_joined`), lists as
+    ``[...]`` and every other value as its ``repr``."""
+    if isinstance(node, ast.AST):
+        cls = type(node).__name__
+        parts = []
+        for name in node._fields:
+            try:
+                value = getattr(node, name)
+            except AttributeError:
+                continue
+            if value is None and (cls, name) not in _CONSTANT_FIELDS:
+                continue
+            if name == "type_params" and value == [] and style == "canonical":
+                continue
+            if style == "3.13" and value == []:
+                continue
+            if cls == "JoinedStr" and name == "values" and style == "canonical":
+                value = _joined(value)
+            parts.append(f"{name}={canonical_dump(value, style)}")
+        if style == "3.12" and cls in ("FunctionDef", "AsyncFunctionDef", "ClassDef") and not any(
+                p.startswith("type_params=") for p in parts):
+            parts.append("type_params=[]")
+        return f"{cls}({', '.join(parts)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical_dump(x, style) for x in node) + "]"
+    return repr(node)
+
+
+def dump_style_of(python: str) -> str:
+    """The :data:`DUMP_STYLES` entry of ``ast.dump`` under the Python version ``python``
+    (``"3.12.3"`` -> ``"3.12"``; 3.11 and older print the canonical form)."""
+    try:
+        major, minor = (int(x) for x in python.split(".")[:2])
+    except ValueError:
+        raise ValueError(f"python must be a version such as '3.12.3', got {python!r}") from None
+    if (major, minor) >= (3, 13):
+        return "3.13"
+    return "3.12" if (major, minor) == (3, 12) else "canonical"
+
+
 def normalized_source(source: bytes | str, filename: str = "<source>",
-                      scheme: str = AST_SCHEME) -> str:
+                      scheme: str = AST_SCHEME, style: str = "canonical") -> str:
     """The file's syntax tree without docstrings (and, in ``ast2``, without the arguments of
-    ``raise``), as text: equal for two sources that differ only in comments, docstrings, error
-    messages or formatting (``ValueError`` naming ``filename`` if it does not parse)."""
+    ``raise``), as text (:func:`canonical_dump`): equal for two sources that differ only in
+    comments, docstrings, error messages or formatting, and the same under every Python
+    (``ValueError`` naming ``filename`` if it does not parse)."""
+    if style not in DUMP_STYLES:
+        raise ValueError(f"style must be one of {DUMP_STYLES}, got {style!r}")
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as err:
         raise ValueError(f"{filename} is not valid Python ({err.msg}, line {err.lineno})"
                          ) from None
     _strip_docstrings(tree, messages=scheme != "ast1")
-    return ast.dump(tree, annotate_fields=True, include_attributes=False)
+    return canonical_dump(tree, style)
 
 
-_NORMALIZED: dict[tuple[str, str, str], bytes] = {}
+_NORMALIZED: dict[tuple[str, str, str, str], bytes] = {}
 """Each file's normalised tree, by (path, SHA-256 of its bytes): parsing is 100 times slower
 than hashing bytes, and every load of a stored unit checks its fingerprint."""
 
 
-def _normalized_bytes(rel: str, source: bytes, scheme: str) -> bytes:
-    key = (rel, hashlib.sha256(source).hexdigest(), scheme)
+def _normalized_bytes(rel: str, source: bytes, scheme: str, style: str = "canonical") -> bytes:
+    key = (rel, hashlib.sha256(source).hexdigest(), scheme, style)
     if key not in _NORMALIZED:
-        _NORMALIZED[key] = normalized_source(source, rel, scheme).encode()
+        _NORMALIZED[key] = normalized_source(source, rel, scheme, style).encode()
     return _NORMALIZED[key]
 
 
-def _ast_digest(named_sources: Sequence[tuple[str, bytes]], scheme: str = AST_SCHEME) -> str:
+def _ast_digest(named_sources: Sequence[tuple[str, bytes]], scheme: str = AST_SCHEME,
+                style: str = "canonical") -> str:
     digest = hashlib.sha256()
     for rel, source in named_sources:
         digest.update(rel.encode())
         digest.update(b"\0")
-        digest.update(_normalized_bytes(rel, source, scheme))
+        digest.update(_normalized_bytes(rel, source, scheme, style))
         digest.update(b"\0")
     return f"{scheme}:{digest.hexdigest()[:16]}"
 
@@ -454,6 +538,10 @@ class Provenance:
     revalidated: dict[str, Any] | None = None
     """Set when the unit was recomputed by newer code and agreed with the stored arrays within
     the stated tolerance (:mod:`genbounds.results.revalidate`): by which code, when, how close."""
+    stretches: list[dict[str, Any]] | None = None
+    """A unit computed in several runs (a time budget stopped it, a later run resumed its
+    checkpoint): one entry per run, in order (:func:`stretch_record`); :attr:`wall_time_s` is
+    then their sum. ``None``: computed in one run."""
 
     @classmethod
     def now(cls, *, device: str, wall_time_s: float,
@@ -461,12 +549,13 @@ class Provenance:
         """Provenance of a result computed just now by the running code."""
         modules = normalize_code_modules(code_modules)
         check_source_unchanged(modules)
-        given = os.environ.get(GIT_COMMIT_ENV)
-        if given:  # a copy of the tree whose own .git (if any) cannot be trusted
-            commit, dirty = given, os.environ.get(GIT_DIRTY_ENV, "0") == "1"
-        else:
-            commit = _git("rev-parse", "HEAD") or "unknown"
-            dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+        commit, dirty = _commit_now()
+        earlier = _EARLIER_STRETCHES.get()
+        stretches = None
+        if earlier:
+            stretches = [*earlier, stretch_record(wall_time_s=wall_time_s, device=device,
+                                                  reached="done")]
+            wall_time_s = sum(float(s["wall_time_s"]) for s in stretches)
         return cls(
             package_version=__version__,
             git_commit=commit,
@@ -478,6 +567,7 @@ class Provenance:
             python=platform.python_version(),
             code_modules=modules,
             cpu_class=cpu_class(),
+            stretches=stretches,
         )
 
     @classmethod
@@ -495,6 +585,9 @@ class Provenance:
             if value is not None and not isinstance(value, dict):
                 raise ValueError(f"provenance field {name} must be an object, got {value!r}")
             extra[name] = value
+        stretches = record.get("stretches")
+        if stretches is not None:
+            extra["stretches"] = [dict(s) for s in _checked_stretches(stretches, "stretches")]
         if extra["cpu_class"] is not None and not all(
                 isinstance(v, str) for v in extra["cpu_class"].values()):
             raise ValueError("provenance field cpu_class must map names to strings")
@@ -507,6 +600,64 @@ class Provenance:
     def is_same_code(self) -> bool:
         """Whether the code this result's fingerprint covers is unchanged in the running code."""
         return same_code(self.code_fingerprint, self.code_modules, self.code_modules)
+
+
+def _commit_now() -> tuple[str, bool]:
+    """``(commit, dirty)`` of the running code (:data:`GIT_COMMIT_ENV` when it is set)."""
+    given = os.environ.get(GIT_COMMIT_ENV)
+    if given:  # a copy of the tree whose own .git (if any) cannot be trusted
+        return given, os.environ.get(GIT_DIRTY_ENV, "0") == "1"
+    return (_git("rev-parse", "HEAD") or "unknown",
+            bool(_git("status", "--porcelain", "--untracked-files=no")))
+
+
+# ------------------------------------------------------------------ units in several runs
+_STRETCH_FIELDS = ("wall_time_s", "device", "ended_utc", "git_commit", "reached")
+_EARLIER_STRETCHES: ContextVar[tuple[dict[str, Any], ...]] = ContextVar(
+    "genbounds_earlier_stretches", default=())
+
+
+def stretch_record(*, wall_time_s: float, device: str, reached: str) -> dict[str, Any]:
+    """One run of a unit computed in several: its wall time, device, end (UTC), the commit that
+    ran it and how far it got (``"epoch 75200 of 200000"``, ``"done"``)."""
+    commit, dirty = _commit_now()
+    record = {"wall_time_s": float(wall_time_s), "device": device,
+              "ended_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "git_commit": commit + ("+dirty" if dirty else ""), "reached": reached}
+    return dict(_checked_stretches([record], "stretch")[0])
+
+
+def _checked_stretches(stretches: Any, name: str) -> list[Mapping[str, Any]]:
+    if not isinstance(stretches, list | tuple) or not stretches:
+        raise ValueError(f"{name} must be a non-empty list of runs, got {stretches!r}")
+    for i, s in enumerate(stretches):
+        if not isinstance(s, Mapping) or any(k not in s for k in _STRETCH_FIELDS):
+            raise ValueError(f"{name}[{i}] must hold {', '.join(_STRETCH_FIELDS)}, got {s!r}")
+        wall = s["wall_time_s"]
+        if isinstance(wall, bool) or not isinstance(wall, int | float) or not (
+                0 <= wall < float("inf")):
+            raise ValueError(f"{name}[{i}].wall_time_s must be a finite number >= 0, "
+                             f"got {wall!r}")
+        for key in ("device", "ended_utc", "git_commit", "reached"):
+            if not isinstance(s[key], str) or not s[key]:
+                raise ValueError(f"{name}[{i}].{key} must be a non-empty string, "
+                                 f"got {s[key]!r}")
+    return list(stretches)
+
+
+@contextmanager
+def earlier_stretches(stretches: Sequence[Mapping[str, Any]]) -> Iterator[None]:
+    """Within this block, a result stored by :meth:`Provenance.now` is the last run of a unit
+    whose earlier runs were ``stretches`` (:func:`stretch_record` entries, from the unit's
+    progress file): its provenance lists every run and its wall time is their sum. An empty
+    sequence changes nothing."""
+    checked = tuple(dict(s) for s in _checked_stretches(list(stretches), "stretches")
+                    ) if stretches else ()
+    token = _EARLIER_STRETCHES.set(checked)
+    try:
+        yield
+    finally:
+        _EARLIER_STRETCHES.reset(token)
 
 
 # ------------------------------------------------------------------ fingerprints at a commit
@@ -548,15 +699,17 @@ def _files_at(commit: str, modules: Sequence[str] | None, prefix: str) -> list[s
 
 
 def code_fingerprint_at(commit: str, modules: Sequence[str] | None, *,
-                        legacy: bool = False) -> str | None:
+                        legacy: bool = False, style: str | None = None,
+                        scheme: str = AST_SCHEME) -> str | None:
     """The fingerprint ``modules`` had at ``commit`` (read with ``git show``): the current
-    scheme over the files ``modules`` name *now*, or with ``legacy`` the old scheme over the
-    files they named *then*. ``None`` when git cannot say (no repository, unknown commit, a
-    file missing at that commit)."""
+    scheme over the files ``modules`` name *now*; with ``legacy`` the old byte scheme over the
+    files they named *then*; with ``style`` (:data:`DUMP_STYLES`) the syntax-tree ``scheme``
+    written as that Python's ``ast.dump`` wrote it, over the files named *then*. ``None`` when
+    git cannot say (no repository, unknown commit, a file missing at that commit)."""
     prefix = _git_prefix()
     if prefix is None or _git("cat-file", "-e", f"{commit}^{{commit}}") is None:
         return None
-    if legacy:
+    if legacy or style is not None:
         rels = _files_at(commit, modules, prefix)
     else:
         rels = [p.relative_to(PACKAGE_DIR).as_posix() for p in module_files(modules)]
@@ -568,6 +721,8 @@ def code_fingerprint_at(commit: str, modules: Sequence[str] | None, *,
         if source is None:
             return None
         sources.append((rel, source))
+    if style is not None:
+        return _ast_digest(sources, scheme, style)
     if not legacy:
         return _ast_digest(sources)
     digest = hashlib.sha256()
@@ -593,29 +748,45 @@ def _differing_files(commit: str, modules: Sequence[str]) -> list[str]:
 
 def migrate_record(record: dict[str, Any], modules: Sequence[str]
                    ) -> tuple[dict[str, Any] | None, str]:
-    """Carry a record fingerprinted the old way over to the current scheme, honestly.
+    """Carry a record fingerprinted in an older way over to the current one, honestly.
+
+    Two older ways are carried over: the byte fingerprints of records stored before
+    2026-11-26, and syntax-tree fingerprints computed under a Python whose ``ast.dump`` writes
+    the tree differently from the canonical form (:data:`DUMP_STYLES`; records computed under
+    Python 3.12 or 3.13 before the canonical form existed).
 
     ``record`` is a stored provenance record, ``modules`` the files its experiment declares
     now. Returns ``(new provenance record, why)``, or ``(None, why not)`` when the record must
     stay as it is. The steps: (1) the record's commit must exist, and its old fingerprint,
-    recomputed from that commit's files, must equal the recorded one (so the commit names the
-    code that ran, at least over the files the old fingerprint covered); (2) the current
-    scheme over the declared files must give the same fingerprint at that commit as now;
-    (3) when the run's tree was dirty and a file declared now was not covered by the old
-    fingerprint, git cannot say what that file held during the run: it must be the same
+    recomputed from that commit's files in the old way, must equal the recorded one (so the
+    commit names the code that ran, at least over the files the old fingerprint covered); (2)
+    the current scheme over the declared files must give the same fingerprint at that commit
+    as now; (3) when the run's tree was dirty and a file declared now was not covered by the
+    old fingerprint, git cannot say what that file held during the run: it must be the same
     (current scheme) in the first commit after the run as in the commit before it, or the
     record stays stale (the record then names both commits: an inference, not a proof: an
-    edit undone before the next commit would escape it). Then the record is current under the new
-    scheme: its fingerprint and modules are replaced, and ``migrated`` says from what, how and
-    when. Nothing is recomputed.
+    edit undone before the next commit would escape it). Then the record is current under the
+    new scheme: its fingerprint and modules are replaced, and ``migrated`` says from what, how
+    and when. Nothing is recomputed.
     """
     p = Provenance.from_record(record)
     wanted = normalize_code_modules(modules, "modules")
     assert wanted is not None
-    if any(p.code_fingerprint.startswith(s + ":") for s in _AST_SCHEMES):
-        return None, "already fingerprinted over syntax trees"
     commit = p.git_commit
-    then_old = code_fingerprint_at(commit, p.code_modules, legacy=True)
+    scheme = p.code_fingerprint.partition(":")[0]
+    if scheme in _AST_SCHEMES:
+        if same_code(p.code_fingerprint, p.code_modules, wanted):
+            return None, "current already"
+        style = dump_style_of(p.python)
+        if style == "canonical":
+            return None, "fingerprinted over syntax trees in the canonical form: the code changed"
+        then_old = code_fingerprint_at(commit, p.code_modules, style=style, scheme=scheme)
+        how = (f"fingerprint recorded under Python {p.python}, whose ast.dump writes trees in "
+               f"its own form; recomputed in that form at commit {commit[:10]} it equals the "
+               "recorded one")
+    else:
+        then_old = code_fingerprint_at(commit, p.code_modules, legacy=True)
+        how = f"old fingerprint recomputed at commit {commit[:10]} equals the recorded one"
     if then_old is None:
         return None, f"commit {commit[:10]} or a file it covered is not in this repository"
     if then_old != p.code_fingerprint:
@@ -648,8 +819,7 @@ def migrate_record(record: dict[str, Any], modules: Sequence[str]
         migrated={
             "from_fingerprint": p.code_fingerprint,
             "from_code_modules": None if p.code_modules is None else list(p.code_modules),
-            "method": (f"old fingerprint recomputed at commit {commit[:10]} equals the recorded "
-                       f"one; the normalised syntax trees of the declared files at that "
+            "method": (f"{how}; the normalised syntax trees of the declared files at that "
                        f"commit equal those now ({now})"),
             "uncovered_before": uncovered,
             "dirty_tree_bracketed_by": bracket,

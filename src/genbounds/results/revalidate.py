@@ -4,7 +4,8 @@ honestly, or re-validate one by recomputing it.
 Two actions, both recorded in the unit's provenance (its arrays are never changed):
 
 * **migrate** (default, nothing computed): every stored unit of the named experiments whose
-  record carries an old (byte) fingerprint is checked by
+  record carries an old (byte) fingerprint, or a syntax-tree fingerprint that a Python 3.12 or
+  3.13 wrote in its own ``ast.dump`` form, is checked by
   :func:`genbounds.results.provenance.migrate_record`: its recorded commit must reproduce its
   recorded fingerprint, and the files its experiment declares now must have, under the new
   scheme (normalised syntax trees), the same fingerprint at that commit as now. Then the record
@@ -81,10 +82,9 @@ def migrate_units(exp: Any, scale: str, store: Any, dry_run: bool = False
         record = files.read_unit(unit, store.repair_command)
         assert record is not None  # store.has() said so; read_unit raises on damage
         prov = record.meta["provenance"]
-        if str(prov.get("code_fingerprint", "")).startswith(("ast1:", AST_SCHEME + ":")):
-            current = same_code(prov["code_fingerprint"], prov.get("code_modules"), exp.code)
-            out.append((unit.key, "new scheme already; " + ("current" if current else "STALE"),
-                        current))
+        if str(prov.get("code_fingerprint", "")).startswith(("ast1:", AST_SCHEME + ":")) and \
+                same_code(prov["code_fingerprint"], prov.get("code_modules"), exp.code):
+            out.append((unit.key, "new scheme already; current", True))
             continue
         new, why = migrate_record(prov, exp.code)
         if new is not None and not dry_run:
