@@ -255,3 +255,32 @@ def test_the_engine_stops_at_the_deadline_and_resumes_bitwise(tmp_path, fake,
         for key in ("train_loss", "params"):
             np.testing.assert_array_equal(a.arrays[key], b.arrays[key])
     assert not path.exists()
+
+
+def test_a_unit_computed_in_several_runs_records_every_run(tmp_path, fake) -> None:
+    """Issue 34: the stored wall time is that of all the runs, each listed with its device and
+    how far it got (not only the last one)."""
+    exp, clock = fake
+    store = ResultStore(tmp_path, "quick")
+    sweep(exp, "quick", store=store, deadline=clock.now + 2.5)  # unit 1 stops at epoch 3
+    path = store.checkpoint_path(Step(1))
+    first = registry.read_stretches(path)
+    assert [s["reached"] for s in first] == ["epoch 3 of 6"] and first[0]["wall_time_s"] == 3.0
+    sweep(exp, "quick", store=ResultStore(tmp_path, "quick"),
+          deadline=clock.now + 1.5)  # resumes, stops again at epoch 5
+    assert [s["reached"] for s in registry.read_stretches(path)] == ["epoch 3 of 6",
+                                                                     "epoch 5 of 6"]
+    done = reproduce(exp, "quick", store=ResultStore(tmp_path, "quick"))
+    p = done[0].provenance
+    assert p.stretches is not None and len(p.stretches) == 3
+    assert [s["reached"] for s in p.stretches] == ["epoch 3 of 6", "epoch 5 of 6", "done"]
+    assert p.wall_time_s == pytest.approx(sum(s["wall_time_s"] for s in p.stretches))
+    assert p.wall_time_s >= 5.0  # the two stopped runs took 3 and 2 fake seconds
+    assert done[1].provenance.stretches is None  # computed in one run
+    # a malformed progress file is named, not read as "no earlier runs"
+    store2 = ResultStore(tmp_path / "b", "quick")
+    sweep(exp, "quick", store=store2, deadline=clock.now + 2.5)
+    progress = store2.checkpoint_path(Step(1)).with_suffix(".progress.json")
+    progress.write_text('{"epoch": 3, "total": 6, "stretches": [{"wall_time_s": -1}]}')
+    with pytest.raises(ValueError, match="progress.json"):
+        reproduce(exp, "quick", store=ResultStore(tmp_path / "b", "quick"))

@@ -72,13 +72,21 @@ def rows(scale: str) -> list[tuple[str, str, str, str, str]]:
             continue
         present = su.present
         total = sum(float(r.provenance.wall_time_s) for r in present)
+        # a unit computed in several runs records them all; its wall time is their sum
+        runs = sum(len(r.provenance.stretches or ()) for r in present)
+        several = sum(1 for r in present if r.provenance.stretches)
         devices = sorted({_device(str(r.provenance.device)) for r in present})
-        dates = sorted(str(r.provenance.created_utc)[:10] for r in present)
+        dates = sorted([str(r.provenance.created_utc)[:10] for r in present]
+                       + [str(s["ended_utc"])[:10] for r in present
+                          for s in r.provenance.stretches or ()])
         when = (dates[0] if dates and dates[0] == dates[-1] else
                 f"{dates[0]} to {dates[-1]}" if dates else "")
         done = f"{len(present)} of {len(su.units)}"
         scratch = (_duration(total) if su.complete else
                    f"at least {_duration(total)} (not all stored)" if present else "not stored")
+        if several:
+            scratch += (f" ({several} unit{'s' * (several > 1)} computed in {runs} runs, "
+                        "every run counted)")
         out.append((TITLE.get(exp.name, exp.name), CHAPTER.get(exp.name, ""), done, scratch,
                     f"{'; '.join(devices)}{', ' + when if when else ''}"))
     return out

@@ -532,18 +532,26 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
         with unit_checkpoint(UnitCheckpoint(path=path, deadline=deadline)):
             return e.run_unit(u, progress)
 
+    from genbounds.results.provenance import describe_device, earlier_stretches, stretch_record
     from genbounds.train.checkpoint import BudgetExhausted
 
+    before = read_stretches(path) if path.is_file() else []
+    t0 = time.monotonic()
     try:
-        if recompute:
-            result: StoredResult | None = store.run(unit, compute, recompute=True, **options)
-        elif blocking:
-            result = store.run(unit, compute, **options)
-        else:
-            result = store.try_run(unit, compute, **options)
+        with earlier_stretches(before):
+            if recompute:
+                result: StoredResult | None = store.run(unit, compute, recompute=True,
+                                                        **options)
+            elif blocking:
+                result = store.run(unit, compute, **options)
+            else:
+                result = store.try_run(unit, compute, **options)
     except BudgetExhausted as stop:
         report.in_progress.append((unit, stop.epoch, stop.total, stop.path))
-        _write_progress(path, stop.epoch, stop.total)
+        reached = f"epoch {stop.epoch}" + ("" if stop.total is None else f" of {stop.total}")
+        this = stretch_record(wall_time_s=time.monotonic() - t0,
+                              device=describe_device(options["device"]), reached=reached)
+        _write_progress(path, stop.epoch, stop.total, [*before, this])
         report.stopped = "the time budget is spent"
         return False
     if result is not None:
@@ -558,8 +566,10 @@ def _progress_path(checkpoint: Path) -> Path:
     return checkpoint.with_suffix(".progress.json")
 
 
-def _write_progress(checkpoint: Path, epoch: int, total: int | None) -> None:
-    """Next to a checkpoint: how far the unit got (read by :func:`status`)."""
+def _write_progress(checkpoint: Path, epoch: int, total: int | None,
+                    stretches: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Next to a checkpoint: how far the unit got (read by :func:`status`) and the runs that
+    got it there (:func:`read_stretches`; the stored result lists them all)."""
     import datetime as _dt
     import json
 
@@ -567,7 +577,34 @@ def _write_progress(checkpoint: Path, epoch: int, total: int | None) -> None:
 
     when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     atomic_write(_progress_path(checkpoint),
-                 json.dumps({"epoch": epoch, "total": total, "saved_utc": when}).encode())
+                 json.dumps({"epoch": epoch, "total": total, "saved_utc": when,
+                             "stretches": [dict(s) for s in stretches]}).encode())
+
+
+def read_stretches(checkpoint: Path) -> list[dict[str, Any]]:
+    """The earlier runs of a unit whose checkpoint is ``checkpoint``, as its progress file
+    records them (:func:`genbounds.results.provenance.stretch_record` entries); ``[]`` when
+    there is no progress file or it lists none. A progress file that cannot be read, or whose
+    list is malformed, is a ``ValueError`` naming it: the unit's wall time would be wrong."""
+    import json
+
+    from genbounds.results.provenance import _checked_stretches
+
+    path = _progress_path(checkpoint)
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"progress file {path} cannot be read ({exc}); fix or delete it") \
+            from None
+    runs = data.get("stretches") if isinstance(data, dict) else None
+    if not runs:
+        return []
+    try:
+        return [dict(s) for s in _checked_stretches(runs, "stretches")]
+    except ValueError as exc:
+        raise ValueError(f"progress file {path}: {exc}") from None
 
 
 def read_progress(checkpoint: Path) -> tuple[int, int | None] | None:
