@@ -297,3 +297,24 @@ def test_colab_environment_holds_only_colab_s_packages(tmp_path: Path) -> None:
     assert n == len(linked) and "torch" in linked and "myst_nb" not in linked
     with pytest.raises(ValueError, match="roots"):
         cn.closure(site, ("no-such-distribution",))
+
+
+def test_the_colab_run_reads_a_store_without_paper_units(tmp_path: Path) -> None:
+    """Issue 34 section 5: the Colab notebooks run against the quick-scale units only, so every
+    chapter is executed once without the committed paper units (the book reads them)."""
+    import colab_nbval
+
+    src = tmp_path / "results"
+    (src / "quick" / "Unit").mkdir(parents=True)
+    (src / "quick" / "Unit" / "k.json").write_text("{}")
+    (src / "quick" / ".locks").mkdir()
+    (src / "paper" / "Unit").mkdir(parents=True)
+    (src / "paper" / "Unit" / "p.json").write_text("{}")
+    (src / "paper" / "_checkpoints").mkdir()
+    dest = colab_nbval.store_without_paper(tmp_path / "copy", src)
+    assert (dest / "quick" / "Unit" / "k.json").read_text() == "{}"
+    assert not (dest / "paper").exists() and not (dest / "quick" / ".locks").exists()
+    with pytest.raises(ValueError, match="dest"):
+        colab_nbval.store_without_paper(src / "inside", src)
+    with pytest.raises(FileNotFoundError, match="quick"):
+        colab_nbval.store_without_paper(tmp_path / "c2", tmp_path / "empty")

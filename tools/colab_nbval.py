@@ -18,7 +18,11 @@ an environment where ``genbounds`` is *not* installed, so that their first cell 
 4. ``pytest --nbval-lax --current-env`` on the notebooks, with this environment's Python as kernel.
 
 Every chapter is executed once here (``make book`` executes them once more for the pages). The
-results store is the repository's ``results/`` (``GENBOUNDS_RESULTS_DIR``), as for the book build.
+results store (``GENBOUNDS_RESULTS_DIR``) is, by default, a copy of the repository's quick-scale
+results **without the committed paper-scale units** (:func:`store_without_paper`): what a reader
+has who opens a chapter in Colab without the repository's results. The book build executes the
+same chapters against the committed store, so every chapter is run both ways and must say true
+things both ways (``--store committed`` runs them against the committed store here too).
 
     python tools/colab_nbval.py [--site _build/html] [--env _build/colab-env]
 """
@@ -168,11 +172,30 @@ def make_env(env_dir: Path, venv_python: Path) -> Path:
     return python
 
 
+def store_without_paper(dest: Path, source: Path = ROOT / "results") -> Path:
+    """A results store at ``dest`` holding a copy of ``source``'s quick-scale units only (no
+    paper-scale unit, no checkpoint, no lock): the store of a reader without the repository's
+    committed results. Replaces what ``dest`` held; returns ``dest``."""
+    quick = source / "quick"
+    if not quick.is_dir():
+        raise FileNotFoundError(f"{quick} holds no quick-scale results: run `make book` first")
+    if dest.resolve() == source.resolve() or source.resolve() in dest.resolve().parents:
+        raise ValueError(f"dest must lie outside the store {source}, got {dest}")
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(quick, dest / "quick", symlinks=False,
+                    ignore=shutil.ignore_patterns(".*", "_*"))
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html")
     parser.add_argument("--env", type=Path, default=ROOT / "_build" / "colab-env")
     parser.add_argument("--venv-python", type=Path, default=ROOT / ".venv" / "bin" / "python")
+    parser.add_argument("--store", choices=("without-paper", "committed"),
+                        default="without-paper",
+                        help="the results the chapters read: a copy of the quick-scale units "
+                        "only (default), or the repository's committed store")
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
     args = parser.parse_args(argv)
 
@@ -191,7 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     env["GENBOUNDS_PIP_SOURCE"] = str(source)
     # the first cell installs with the pinned dependencies of this checkout, as on Colab
     env["GENBOUNDS_PIP_CONSTRAINTS"] = str(ROOT / "requirements.txt")
-    env.setdefault("GENBOUNDS_RESULTS_DIR", str(ROOT / "results"))
+    if args.store == "committed":
+        env["GENBOUNDS_RESULTS_DIR"] = str(ROOT / "results")
+    else:
+        store = store_without_paper(env_dir / "results")
+        env["GENBOUNDS_RESULTS_DIR"] = str(store)
+        print(f"colab_nbval: results store {store}: the quick-scale units only, no paper-scale "
+              "unit (the book build read the committed store)", flush=True)
     cmd = [
         str(python), "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
         "--rootdir", str(site / colab.COLAB_DIR), *args.pytest_args,
