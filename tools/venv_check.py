@@ -18,7 +18,12 @@ which exits 0 only if
    installed; besides them only pip itself (bundled with Python) and ``genbounds`` (editable,
    from this checkout) may be present;
 4. every installed file listed in a distribution's ``RECORD`` still has the SHA-256 and size
-   recorded there, and each ``RECORD`` still has the SHA-256 the manifest recorded for it.
+   recorded there, and each ``RECORD`` still has the SHA-256 the manifest recorded for it;
+5. ``site-packages`` holds no file that no distribution's ``RECORD`` lists (a ``.pth`` file,
+   whose ``import`` lines run at every interpreter start, or a module dropped there would
+   otherwise pass unseen), and no symbolic link; the one exception is Python's own bytecode
+   cache of a listed source (``__pycache__/<name>.<tag>.pyc``), accepted only when it is that
+   source compiled by this interpreter (:func:`unexpected_files`).
 
 Otherwise it exits 1 saying what differs, and ``make`` rebuilds ``.venv`` from the lock. The
 manifest lives inside ``.venv``: the check catches a stale, reused or edited environment, not an
@@ -36,7 +41,10 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import importlib.util
 import json
+import marshal
+import os
 import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -124,6 +132,83 @@ def _record_problems(sp: Path, info: Path) -> list[str]:
             continue
         if base64.urlsafe_b64encode(h).rstrip(b"=").decode() != want:
             problems.append(f"{info.name}: {rel}: content differs from RECORD")
+    return problems
+
+
+def _listed(sp: Path, infos: list[Path]) -> set[str]:
+    """Every path (normalised, absolute) that the ``RECORD`` of a distribution in ``infos``
+    lists, hashed or not (``.pyc`` files and pip's own files carry no hash)."""
+    out = set()
+    for info in infos:
+        try:
+            text = (info / "RECORD").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            rel = line.rsplit(",", 2)[0]
+            if rel:
+                out.add(os.path.normpath(sp / rel))
+    return out
+
+
+def _is_cache_of(path: Path, listed: set[str]) -> bool:
+    """Whether ``path`` is ``__pycache__/<name>.<tag>[.opt-N].pyc`` of a listed ``<name>.py``
+    and holds exactly that source compiled by this interpreter (same magic number, same code
+    object): Python writes such a file when it imports a source pip did not compile."""
+    parts = path.name.split(".")
+    if path.parent.name != "__pycache__" or parts[-1] != "pyc" or len(parts) not in (3, 4):
+        return False
+    source = path.parent.parent / f"{parts[0]}.py"
+    if os.path.normpath(source) not in listed or parts[1] != sys.implementation.cache_tag:
+        return False
+    optimize = 0
+    if len(parts) == 4:
+        if not re.fullmatch(r"opt-[12]", parts[2]):
+            return False
+        optimize = int(parts[2][4:])
+    try:
+        data = path.read_bytes()
+        if data[:4] != importlib.util.MAGIC_NUMBER or len(data) < 16:
+            return False
+        code = marshal.loads(data[16:])
+        want = compile(source.read_bytes(), str(source), "exec", dont_inherit=True,
+                       optimize=optimize)
+    except (OSError, ValueError, EOFError, TypeError, SyntaxError):
+        return False
+    return bool(code == want)
+
+
+def unexpected_files(sp: Path, infos: list[Path], reported: list[Path] | None = None
+                     ) -> list[str]:
+    """Files (and symbolic links) in ``sp`` that no ``RECORD`` of ``infos`` lists, except the
+    bytecode cache of a listed source that is that source compiled (:func:`_is_cache_of`).
+    The dist-info folders in ``reported`` (distributions already named as not locked) are not
+    listed file by file.
+
+    A ``.pth`` file among them is named as such: each of its ``import`` lines runs at every
+    start of the environment's interpreter."""
+    listed = _listed(sp, infos)
+    skip = {os.path.normpath(p) for p in reported or ()}
+    problems = []
+    for dirpath, dirnames, filenames in os.walk(sp, followlinks=False):
+        dirnames[:] = [d for d in dirnames if os.path.normpath(Path(dirpath) / d) not in skip]
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            rel = path.relative_to(sp).as_posix()
+            if path.is_symlink():
+                if os.path.normpath(path) not in listed:
+                    problems.append(f"site-packages/{rel}: a symbolic link that no RECORD lists")
+                if name in dirnames:
+                    dirnames.remove(name)
+                continue
+            if name in dirnames or os.path.normpath(path) in listed:
+                continue
+            if _is_cache_of(path, listed):
+                continue
+            what = ("a .pth file (its import lines run at every interpreter start)"
+                    if name.endswith(".pth") else "a file")
+            problems.append(f"site-packages/{rel}: {what} that no installed distribution's "
+                            "RECORD lists")
     return problems
 
 
@@ -314,12 +399,15 @@ def check(venv: Path, lock_path: Path, pyproject: Path, *, files: bool = True) -
     sp = site_packages(venv)
     have = installed(sp)
     problems = [f"{n}: locked but not installed" for n in sorted(set(locked) - set(have))]
-    to_hash = []
+    to_hash, unlocked = [], []
     for name, (version, info) in sorted(have.items()):
-        if name in UNLOCKED:
+        if name in UNLOCKED:  # pip, this project: their files must match their own RECORD
+            if files:
+                to_hash.append(info)
             continue
         if name not in locked:
             problems.append(f"{name}=={version}: installed but not in the lock")
+            unlocked.append(info)
             continue
         want_version, hashes = locked[name]
         entry = dists.get(name, {})
@@ -336,6 +424,7 @@ def check(venv: Path, lock_path: Path, pyproject: Path, *, files: bool = True) -
         with ThreadPoolExecutor(max_workers=4) as pool:
             for found in pool.map(lambda i: _record_problems(sp, i), to_hash):
                 problems += found
+    problems += unexpected_files(sp, [info for _, info in have.values()], unlocked)
     return problems
 
 

@@ -184,12 +184,22 @@ def _scale(args: argparse.Namespace) -> str:
 
 
 def _store(args: argparse.Namespace, scale: str, repair: str | None = None) -> Any:
+    """The store ``reproduce`` uses; UsageError for a directory that is not (and cannot
+    become) a results store: below a file, or holding other things and no marker."""
     from genbounds.results import ResultStore
+    from genbounds.results.files import ENV_RESULTS_DIR, store_problem
 
+    source = "--results-dir" if args.results_dir is not None else ENV_RESULTS_DIR
     try:
-        return ResultStore(args.results_dir, namespace=scale, repair_command=repair)
+        store = ResultStore(args.results_dir, namespace=scale, repair_command=repair,
+                            recompute_damaged=bool(getattr(args, "recompute_damaged", False)))
     except ValueError as err:
-        raise UsageError(f"--results-dir: {err}") from None
+        raise UsageError(str(err) if ENV_RESULTS_DIR in str(err) else f"{source}: {err}"
+                         ) from None
+    problem = store_problem(store.root)
+    if problem is not None:
+        raise UsageError(f"{source}: {problem}")
+    return store
 
 
 def _experiments(args: argparse.Namespace) -> list[Any]:
@@ -235,10 +245,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     store = _store(args, scale)
     deadline = None
     if args.budget_minutes is not None:
-        if not args.budget_minutes > 0:
-            raise UsageError(f"--budget-minutes must be > 0, got {args.budget_minutes}")
         deadline = time.monotonic() + BUDGET_MARGIN * 60.0 * args.budget_minutes
     match = _match(args)
+    store.prepare()  # a store that cannot be created fails now, naming the path, not after work
     for e in exps:
         cfg = e.config(scale)
         try:
@@ -278,6 +287,30 @@ def _cmd_store(rest: Sequence[str]) -> int:
     return int(store_main(list(rest)))
 
 
+MAX_BUDGET_MINUTES = 60.0 * 24 * 366
+"""The largest ``--budget-minutes`` (a year of wall time: more than any unit or study needs;
+the paper-scale sweeps take hours)."""
+
+
+def _budget_minutes(text: str) -> float:
+    """``--budget-minutes M``: a finite number of minutes, 0 < M <= a year."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of minutes, got {text!r}") from None
+    if not (0 < value <= MAX_BUDGET_MINUTES):  # NaN, inf, 1e400 (inf) and 2**70 are refused
+        raise argparse.ArgumentTypeError(
+            f"must be > 0 and at most {MAX_BUDGET_MINUTES:.0f} (a year), got {text!r}")
+    return value
+
+
+def directory_path(text: str) -> Path:
+    """``--results-dir``: see :func:`genbounds.results.cli.directory_path`."""
+    from genbounds.results.cli import directory_path as check
+
+    return check(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m genbounds", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -291,8 +324,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="defaults to $GENBOUNDS_SCALE (quick if unset)")
     r.add_argument("--only", nargs="+", default=None, metavar="NAME",
                    help="only these experiments (see `python -m genbounds experiments`)")
-    r.add_argument("--results-dir", type=Path, default=None,
-                   help="defaults to the book's results/")
+    r.add_argument("--results-dir", type=directory_path, default=None,
+                   help="defaults to the book's results/ ($GENBOUNDS_RESULTS_DIR); a new or "
+                        "empty directory, or a results store")
     r.add_argument("--recompute-damaged", action="store_true",
                    help="move damaged stored results aside and recompute them")
     r.add_argument("--recompute", action="store_true",
@@ -301,7 +335,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--on-code-change", choices=("recompute", "warn", "error"), default=None,
                    help="what to do with results made by other code (default: recompute at "
                         "quick scale, keep with a warning at paper scale)")
-    r.add_argument("--budget-minutes", type=float, default=None, metavar="M",
+    r.add_argument("--budget-minutes", type=_budget_minutes, default=None, metavar="M",
                    help="stop cleanly before M minutes: the unit running is told to stop at "
                         f"{BUDGET_MARGIN * 100:.0f}%% of M, saves a checkpoint and is resumed "
                         "by the next run; a summary says what is done, in progress and left")

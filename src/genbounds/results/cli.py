@@ -16,7 +16,18 @@ from genbounds.results.repair import (
 )
 from genbounds.scale import SCALES
 
-__all__ = ["store_main"]
+__all__ = ["directory_path", "store_main"]
+
+
+def directory_path(text: str) -> Path:
+    """An argument that names a directory: a non-empty path without NUL bytes (an empty path
+    would be the current directory, which no one means by it)."""
+    if not text:
+        raise argparse.ArgumentTypeError("must be a directory's path, got '' (an empty path "
+                                         "is not \"here\"; write . for this directory)")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"must be a directory's path, got {text!r}")
+    return Path(text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,9 +44,10 @@ def _parser() -> argparse.ArgumentParser:
                    "deletes); the next run of the experiment recomputes them"),
     ):
         p = sub.add_parser(name, help=text, description=text)
-        p.add_argument("--root", type=Path, default=None,
+        p.add_argument("--root", type=directory_path, default=None,
                        help="the store's directory (default: the book's results/, or "
-                            "$GENBOUNDS_RESULTS_DIR)")
+                            "$GENBOUNDS_RESULTS_DIR); a directory that is not a results store "
+                            "(no .genbounds-store marker) is refused")
         p.add_argument("--scale", default=None, choices=SCALES,
                        help="only this scale's namespace; default: all")
     return parser
@@ -58,11 +70,20 @@ def _rel(root: Path, path: Path) -> str:
 def store_main(argv: list[str] | None = None) -> int:
     """Entry point of the ``store`` subcommand; returns the exit status."""
     args = _parser().parse_args(argv)
-    root: Path = args.root if args.root is not None else default_results_dir()
+    try:
+        root: Path = args.root if args.root is not None else default_results_dir()
+    except ValueError as err:  # an empty $GENBOUNDS_RESULTS_DIR
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     where = f"store {root}" + (f" (scale {args.scale})" if args.scale else "")
     try:
         if args.command == "repair":
             for repair in repair_store(root, args.scale):
+                if repair.action == "completed":
+                    print(f"completed {_rel(root, repair.damage.path)}: a recompute stopped "
+                          f"between its two renames; its new record {repair.moved_to.name} "
+                          "is now in place")
+                    continue
                 print(f"moved {repair.damage.kind} {_rel(root, repair.damage.path)} "
                       f"({repair.damage.problem}) -> {repair.moved_to}")
         n_units, found, committed = scan_with_committed(root, args.scale)

@@ -36,6 +36,7 @@ from filelock import FileLock
 from genbounds.results.errors import DamagedResultError
 from genbounds.results.keys import record_hash
 from genbounds.results.provenance import PACKAGE_DIR, Provenance
+from genbounds.scale import SCALES
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -45,6 +46,7 @@ __all__ = [
     "FORMAT",
     "LOCK_DIR",
     "REPLACED_DIR",
+    "STORE_MARKER",
     "TEMPORARY_FILE",
     "UNIT_FILE",
     "UNSAVED_DIR",
@@ -52,15 +54,20 @@ __all__ = [
     "Record",
     "Unit",
     "atomic_write",
+    "complete_commit",
     "default_repair_command",
     "default_results_dir",
     "describe_type",
+    "ensure_store",
     "file_mode",
     "ignore_dir",
+    "is_store",
     "obstruction",
+    "pending_commit",
     "read_regular",
     "read_unit",
     "seal",
+    "store_problem",
 ]
 
 FORMAT = 2
@@ -93,10 +100,33 @@ _REQUIRED: dict[str, type] = {
 }
 
 
+STORE_MARKER = ".genbounds-store"
+"""``<root>/.genbounds-store``: the file that makes a directory a results store. The store writes
+it when it creates the directory or first writes into it; ``store check`` and ``store repair``
+(and :func:`~genbounds.results.quarantine`) touch no directory without it, except a store written
+before the marker existed, recognised by what only the store makes (:func:`is_store`)."""
+_MARKER_TEXT = (b"This directory is a genbounds results store (results/README.md of the book "
+                b"describes it; `python -m genbounds store check --root DIR` verifies it).\n")
+_STORE_NAMES = frozenset({STORE_MARKER, ".gitignore", "README.md", *SCALES, LOCK_DIR,
+                          CHECKPOINT_DIR, DAMAGED_DIR, REPLACED_DIR, UNSAVED_DIR, *LOG_DIRS})
+"""Names a store's top level holds; a directory holding only these may become a store."""
+ENV_RESULTS_DIR = "GENBOUNDS_RESULTS_DIR"
+
+
 def default_results_dir() -> Path:
-    """``$GENBOUNDS_RESULTS_DIR`` if set; else ``results/`` of the source checkout; else a cache."""
-    env = os.environ.get("GENBOUNDS_RESULTS_DIR")
-    if env:
+    """``$GENBOUNDS_RESULTS_DIR`` if set; else ``results/`` of the source checkout; else a cache.
+
+    Raises
+    ------
+    ValueError
+        If ``$GENBOUNDS_RESULTS_DIR`` is set but empty (an empty path is not "here": unset it
+        for the default store) or holds a NUL byte.
+    """
+    env = os.environ.get(ENV_RESULTS_DIR)
+    if env is not None:
+        if not env or "\0" in env:
+            raise ValueError(f"{ENV_RESULTS_DIR} must be a directory's path, got {env!r} (unset "
+                             "it for the default store)")
         return Path(env)
     repo = PACKAGE_DIR.parents[1]
     if (repo / "_toc.yml").exists():
@@ -138,11 +168,171 @@ def file_mode() -> int:
     return 0o666 & ~current_umask()
 
 
+def named_error(err: OSError, path: Path) -> OSError:
+    """``err`` (of the same class) naming ``path`` and saying why in words (``the disk is
+    full``), for an error that the operating system raised without the file's name."""
+    why = WRITE_ERRORS.get(err.errno or 0)
+    text = err.strerror or str(err)
+    return OSError(err.errno, f"{text} ({why})" if why else text, str(path))
+
+
+def make_dirs(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing parents; the ones created, outermost first. If one
+    cannot be created, those created so far are removed again and the error names the path."""
+    missing: list[Path] = []
+    current = directory
+    while not os.path.lexists(current) and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    created: list[Path] = []
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except FileExistsError:  # made by another process meanwhile
+            continue
+        except OSError as err:
+            remove_dirs(created)
+            raise named_error(err, path) from None
+        created.append(path)
+    return created
+
+
+def remove_dirs(created: list[Path]) -> None:
+    """Remove directories :func:`make_dirs` created (innermost first), each only if empty."""
+    for path in reversed(created):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
 def ignore_dir(directory: Path) -> None:
-    """Create ``directory`` holding a ``.gitignore`` of ``*`` (never committed, like caches)."""
+    """Create ``directory`` holding a ``.gitignore`` of ``*`` (never committed, like caches).
+
+    If the ``.gitignore`` cannot be written (a full disk), the directories just created are
+    removed again and the error names the file.
+    """
     if not directory.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / ".gitignore").write_text("*\n")
+        created = make_dirs(directory)
+        try:
+            atomic_write(directory / ".gitignore", b"*\n")
+        except OSError as err:
+            remove_dirs(created)
+            raise named_error(err, directory / ".gitignore") from None
+
+
+def is_store(root: Path) -> bool:
+    """Whether ``root`` is a results store: it carries the marker :data:`STORE_MARKER` (a regular
+    file), or, written before the marker existed, it holds what only the store makes: a
+    ``.locks/.gitignore`` or a unit's file ``<scale>/<ConfigClass>/<key>.json|npz``. Links are
+    not followed."""
+    def regular(path: Path) -> bool:
+        try:
+            return stat.S_ISREG(os.lstat(path).st_mode)
+        except OSError:
+            return False
+
+    def real_dir(path: Path) -> bool:
+        try:
+            return stat.S_ISDIR(os.lstat(path).st_mode)
+        except OSError:
+            return False
+
+    if not os.path.isdir(root):
+        return False
+    if regular(root / STORE_MARKER):
+        return True
+    if real_dir(root / LOCK_DIR) and regular(root / LOCK_DIR / ".gitignore"):
+        return True
+    for scale in SCALES:
+        if not real_dir(root / scale):
+            continue
+        try:
+            with os.scandir(root / scale) as classes:
+                for cls in classes:
+                    if not cls.is_dir(follow_symlinks=False):
+                        continue
+                    with os.scandir(cls.path) as entries:
+                        if any(UNIT_FILE.fullmatch(e.name) for e in entries):
+                            return True
+        except OSError:
+            continue
+    return False
+
+
+def _store_name(name: str) -> bool:
+    """Whether ``name`` at a store's top level is one the store makes (or may be making now: the
+    marker's temporary file, a ``_damaged`` being moved aside)."""
+    return name in _STORE_NAMES or (name.startswith(f".{STORE_MARKER}.")
+                                    and name.endswith(".tmp")) or (
+        name.startswith((f".{DAMAGED_DIR}.", f".{REPLACED_DIR}.")) and name.endswith(".moving"))
+
+
+def store_problem(root: Path) -> str | None:
+    """Why ``root`` is not, and cannot become, a results store; ``None`` when it is one or may
+    become one (it does not exist yet and can be created, it is empty, or it holds only names a
+    store holds).
+
+    Refused: a path below a file (``/etc/passwd/x``), a path that is not a directory, and a
+    directory that holds other things (a home directory, a project) and no marker.
+    """
+    if str(root) == "" or "\0" in str(root):
+        return f"{str(root)!r} is not a directory's path (an empty path is not \"here\")"
+    current = root
+    while not os.path.lexists(current):
+        if current == current.parent:
+            return None
+        current = current.parent
+    if not os.path.isdir(current):
+        what = describe_type(os.stat(current).st_mode) if os.path.exists(current) else \
+            "a broken symbolic link"
+        if current == root:
+            return f"{root} is {what}, not a directory (a results store is one)"
+        return f"{root} cannot be a directory: {current} is {what}"
+    if current != root or is_store(root):
+        return None
+    try:
+        names = sorted(os.listdir(root))
+    except OSError as err:
+        return f"{root} cannot be listed ({err.strerror})"
+    foreign = [n for n in names if not _store_name(n)]
+    if not foreign:
+        return None
+    shown = ", ".join(repr(n) for n in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+    return (f"{root} is not a results store: it has no {STORE_MARKER} marker and holds other "
+            f"things ({shown}); give a new or empty directory, or the store's own")
+
+
+def ensure_store(root: Path) -> None:
+    """Make ``root`` a results store, or confirm it is one: create it (and missing parents) and
+    write the marker :data:`STORE_MARKER` if it is missing.
+
+    Raises
+    ------
+    ValueError
+        If ``root`` cannot be a store (:func:`store_problem`).
+    OSError
+        Naming the path, if it cannot be created or the marker cannot be written (a full disk):
+        whatever this call created is removed again.
+    """
+    marker = root / STORE_MARKER
+    try:
+        if stat.S_ISREG(os.lstat(marker).st_mode):
+            return
+    except OSError:
+        pass
+    problem = store_problem(root)
+    if problem is not None:
+        raise ValueError(problem)
+    if os.path.lexists(marker):
+        raise ValueError(f"{marker} is {describe_type(os.lstat(marker).st_mode)}; the store's "
+                         "marker is a regular file")
+    created = make_dirs(root)
+    try:
+        atomic_write(marker, _MARKER_TEXT)
+    except OSError as err:
+        remove_dirs(created)
+        raise named_error(err, marker) from None
 
 
 @dataclass(frozen=True)
@@ -361,6 +551,84 @@ def read_unit(
         raise damaged(unit.npz, f"holds arrays {sorted(arrays)}, its JSON lists "
                                 f"{sorted(meta['arrays'])}")
     return Record(meta, arrays, provenance)
+
+
+def pending_commit(unit: Unit) -> Path | None:
+    """The new record of a recompute stopped between its two renames, or ``None``.
+
+    A recompute writes the new pair to temporary files, then renames the arrays and then the
+    record over the old pair. Stopped between the two renames (killed), the unit holds the new
+    arrays beside the old record, which does not match them; the new record is complete in its
+    temporary file (flushed before the first rename). That file is returned when it is a sealed
+    record of this unit whose arrays checksum is the one of the arrays in place, and the old
+    record is there (a first write stopped so is an uncommitted write, never completed). Only
+    while the unit's lock is held is this a dead writer's: a live one may be between its renames.
+    """
+    if not unit._folder_is_safe():
+        return None
+    npz, record = _read_plain(unit.npz), _read_plain(unit.json)
+    if npz is None or record is None:
+        return None
+    npz_sha = hashlib.sha256(npz).hexdigest()
+    try:
+        old = json.loads(record)
+        if isinstance(old, dict) and old.get("npz_sha256") == npz_sha:
+            return None  # the pair in place matches: nothing is pending
+    except (ValueError, RecursionError):
+        pass  # an unreadable old record: the new one may still be complete
+
+    def refuse(path: Path, problem: str) -> DamagedResultError:
+        return DamagedResultError(path, problem, "")
+
+    def newest_first(path: Path) -> int:
+        try:
+            return -os.lstat(path).st_mtime_ns
+        except OSError:
+            return 0
+
+    candidates = [t for t in unit.temporaries() if t.name.startswith(f".{unit.key}.json.")]
+    for tmp in sorted(candidates, key=newest_first):
+        raw = _read_plain(tmp)
+        if raw is None:
+            continue
+        try:
+            meta = _parse_record(unit, raw, refuse)
+        except DamagedResultError:
+            continue
+        if (meta["key"] == unit.key and meta["npz_sha256"] == npz_sha and record_hash(
+                meta["config_class"], meta["protocol_version"], meta["config"]) == unit.key):
+            return tmp
+    return None
+
+
+def _read_plain(path: Path) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (not a link, never blocking on a FIFO put in
+    its place); ``None`` otherwise or if it cannot be read."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def complete_commit(unit: Unit) -> Path | None:
+    """Complete a recompute stopped between its two renames (:func:`pending_commit`): rename its
+    new record into place. Call only while holding the unit's lock. Returns the temporary file
+    it committed, ``None`` when nothing was pending."""
+    tmp = pending_commit(unit)
+    if tmp is not None:
+        commit_temporary(tmp, unit.json)
+    return tmp
 
 
 def _parse_record(unit: Unit, raw: bytes,

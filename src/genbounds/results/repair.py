@@ -12,7 +12,13 @@
 A unit that a live writer holds (its lock is taken) is never reported as a leftover and never
 moved: its temporary files are that writer's work in progress. Symbolic links are never followed
 out of the store: a link whose target lies outside the root is reported (and moved, the link
-itself) instead.
+itself) instead; in the store's own folders (``.checkpoints``, ``.locks``, ``_replaced``,
+``_unsaved``), where the store never makes one, a link at any depth is reported and moved.
+
+Only a results store is checked or repaired: a directory that carries the store's marker
+(:data:`~genbounds.results.files.STORE_MARKER`), or one written before the marker existed and
+recognised by what only the store makes (:func:`~genbounds.results.files.is_store`); anything
+else (an empty path, a home directory) is refused before a file is looked at.
 """
 
 from __future__ import annotations
@@ -20,12 +26,14 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import Timeout
 
+from genbounds.results import files
 from genbounds.results.errors import Damage, DamagedResultError
 from genbounds.results.files import (
     CHECKPOINT_DIR,
@@ -34,6 +42,7 @@ from genbounds.results.files import (
     LOCK_DIR,
     LOG_DIRS,
     REPLACED_DIR,
+    STORE_MARKER,
     TEMPORARY_FILE,
     UNIT_FILE,
     UNSAVED_DIR,
@@ -61,13 +70,32 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Repair:
-    """What a repair did: the damage found and the directory its files were moved to."""
+    """What a repair did: the damage found and the directory its files were moved to (or, for
+    ``action="completed"``, the record a recompute stopped between its two renames left in a
+    temporary file, now renamed into place: nothing was moved)."""
 
     damage: Damage
     moved_to: Path
+    action: str = "moved"
 
     def describe(self) -> str:
+        if self.action == "completed":
+            return (f"completed the interrupted recompute of {self.damage.path.name} "
+                    f"(its new record was {self.moved_to.name})")
         return f"moved {self.damage.kind} {self.damage.path.name} to {self.moved_to}"
+
+
+def _require_store(root: Path, doing: str) -> None:
+    """ValueError unless ``root`` is a results store (:func:`~genbounds.results.files.is_store`):
+    nothing outside a store is checked or moved."""
+    if str(root) in ("", "\0") or "\0" in str(root):
+        raise ValueError(f"root must be a directory's path, got {str(root)!r}")
+    if not root.is_dir():
+        raise ValueError(f"root {root} is not a directory (no results store there)")
+    if not files.is_store(root):
+        raise ValueError(
+            f"root {root} is not a results store (it has no {STORE_MARKER} marker and nothing "
+            f"the store writes); nothing was {doing}")
 
 
 def check_namespace(namespace: object, name: str = "namespace") -> str:
@@ -123,7 +151,8 @@ def quarantine(damage: Damage, root: str | Path, *, when: _dt.datetime | None = 
     ``into`` names another directory than ``_damaged`` (the store moves results it recomputes
     over at paper scale to ``_replaced``).
     Never deletes and never overwrites (a name already taken there gets a numeric suffix); a
-    symbolic link is moved itself, never what it points to. Takes the unit's lock (re-entrant:
+    symbolic link is moved itself, never what it points to. ``root`` must be a results store
+    (``ValueError`` otherwise: nothing is moved). Takes the unit's lock (re-entrant:
     a caller already holding it, such as :meth:`ResultStore.run
     <genbounds.results.ResultStore.run>`, does not wait). Returns the directory the file at
     fault is now in.
@@ -132,6 +161,7 @@ def quarantine(damage: Damage, root: str | Path, *, when: _dt.datetime | None = 
     stamp = (when or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H-%M-%SZ")
     if into not in (DAMAGED_DIR, REPLACED_DIR):
         raise ValueError(f"into must be {DAMAGED_DIR} or {REPLACED_DIR}, got {into!r}")
+    _require_store(root, "moved")
     damaged_root = _damaged_root(root, stamp, into)  # moves a file named like it aside
     if damage.path == damaged_root:
         return damaged_root / stamp
@@ -182,9 +212,18 @@ def _check_unit(unit: Unit, repair: str, wait_s: float) -> Damage | None:
         try:
             read_unit(unit, repair)
         except DamagedResultError as err:
+            if files.pending_commit(unit) is not None:
+                return None  # a live writer between its two renames
             return err.damage
         return None
     try:
+        pending = files.pending_commit(unit)
+        if pending is not None:
+            return Damage(unit.json, f"a recompute was stopped between its two renames: the new "
+                          f"arrays are in place and its new record is complete in "
+                          f"{pending.name}; the next run of this unit (or store repair) "
+                          "renames it into place, nothing is lost", repair, (pending,),
+                          "leftover")
         try:
             read_unit(unit, repair)
         except DamagedResultError as err:
@@ -270,6 +309,33 @@ class _Scan:
                 problem = _not_a_directory(self.root, path)
                 if problem is not None:
                     self.stray_entry(path, problem)
+                elif name != DAMAGED_DIR:  # _damaged keeps the links it moved aside
+                    self.own_folder(path, name)
+
+    def own_folder(self, top: Path, name: str) -> None:
+        """A folder only the store writes: any symbolic link in it, at any depth, is damage (the
+        store never makes one and never follows one); in ``.locks`` and ``.checkpoints``, the
+        ``<scale>/<ConfigClass>/`` levels must be folders."""
+        layered = name in (LOCK_DIR, CHECKPOINT_DIR)
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            depth = len(Path(dirpath).relative_to(top).parts) + 1
+            for entry in sorted(dirnames + filenames):
+                path = Path(dirpath) / entry
+                try:
+                    st = os.lstat(path)
+                except OSError as err:
+                    self.stray_entry(path, f"cannot be examined ({err.strerror})")
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    self.stray_entry(path, f"is a symbolic link to {os.path.realpath(path)} "
+                                           f"inside {name}/, where the store never makes one; "
+                                           "never followed")
+                    if entry in dirnames:
+                        dirnames.remove(entry)
+                elif (layered and depth <= 2 and not stat.S_ISDIR(st.st_mode)
+                      and not (depth == 1 and entry == ".gitignore")):
+                    self.stray_entry(path, f"is {describe_type(st.st_mode)} where the store "
+                                           f"needs a directory ({name}/<scale>/<ConfigClass>/)")
 
     def namespaces(self, namespace: str | None) -> list[str]:
         if namespace is not None:
@@ -351,8 +417,7 @@ def scan_with_committed(
     root = Path(root) if root is not None else default_results_dir()
     if namespace is not None:
         check_namespace(namespace, "scale")
-    if not root.is_dir():
-        raise ValueError(f"root {root} is not a directory (no results store there)")
+    _require_store(root, "checked")
     repair = default_repair_command(root, namespace)
     scan = _Scan(root, repair)
     scan.special_dirs()
@@ -381,7 +446,9 @@ def check_store(
     Raises
     ------
     ValueError
-        If ``root`` is not a directory or ``namespace`` is not a plain directory name.
+        If ``root`` is not a results store (:func:`~genbounds.results.files.is_store`: a
+        directory with the store's marker, or one the store wrote before the marker existed) or
+        ``namespace`` is not a plain directory name.
     """
     return scan_store(root, namespace, wait_s=wait_s)[1]
 
@@ -407,11 +474,17 @@ def repair_store(
     """Move every damaged unit, stray entry and leftover aside (see :func:`quarantine`).
 
     Each unit is verified again while its lock is held, so nothing a writer has just completed
-    is moved. Units that a writer holds for longer than ``wait_s`` seconds are left alone.
+    is moved. Units that a writer holds for longer than ``wait_s`` seconds are left alone. A
+    recompute stopped between its two renames is completed (its new record renamed into place,
+    a :class:`Repair` with ``action="completed"``), not moved. A store written before the
+    marker existed gets its marker first; a directory that is not a store is refused
+    (``ValueError``) before anything is looked at.
     """
     root = Path(root) if root is not None else default_results_dir()
     when = _dt.datetime.now(_dt.UTC)
     done: list[Repair] = []
+    _require_store(root, "moved")
+    files.ensure_store(root)  # a store from before the marker: mark it
     for damage in check_store(root, namespace, wait_s=wait_s):
         rel = damage.path.relative_to(root)
         is_unit = len(rel.parts) == 3 and (UNIT_FILE.fullmatch(rel.parts[2]) is not None
@@ -431,6 +504,9 @@ def repair_store(
         except Timeout:
             continue
         try:
+            completed = files.complete_commit(unit)
+            if completed is not None:
+                done.append(Repair(damage, completed, "completed"))
             again = _check_unit(unit, damage.repair, wait_s)
             if again is not None:
                 done.append(Repair(again, quarantine(again, root, when=when)))

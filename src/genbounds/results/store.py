@@ -29,6 +29,7 @@ from genbounds.results.errors import (
 from genbounds.results.files import (
     CHECKPOINT_DIR,
     REPLACED_DIR,
+    STORE_MARKER,
     UNSAVED_DIR,
     Unit,
     default_repair_command,
@@ -170,6 +171,10 @@ class ResultStore:
     ----------
     root:
         Directory of the store; defaults to :func:`~genbounds.results.default_results_dir`.
+        Not an empty string (an empty path is not "here") and not a path below a file. The
+        store writes its marker (:data:`~genbounds.results.files.STORE_MARKER`) there before it
+        first writes or computes; a directory that holds other things and no marker is refused
+        then (:func:`~genbounds.results.files.store_problem`).
     namespace:
         Sub-directory, by default the current scale (``quick`` or ``paper``), so that quick
         results (never committed) and paper results (committed) stay apart.
@@ -198,9 +203,16 @@ class ResultStore:
         on_code_change: OnCodeChange | None = None,
         keep_replaced: bool | None = None,
     ) -> None:
+        if isinstance(root, str) and (not root or "\0" in root):
+            raise ValueError(f"root must be a directory's path, got {root!r} (an empty path "
+                             "is not \"here\")")
         self.root = Path(root) if root is not None else default_results_dir()
         if os.path.lexists(self.root) and not self.root.is_dir():
             raise ValueError(f"root {self.root} is not a directory (a results store is one)")
+        below = files.store_problem(self.root)
+        if below is not None and not os.path.lexists(self.root):
+            raise ValueError(f"root {below}")
+        self._marked = False
         self.namespace = check_namespace(namespace if namespace is not None else get_scale())
         if not isinstance(recompute_damaged, bool):
             raise ValueError(f"recompute_damaged must be a bool, got {recompute_damaged!r}")
@@ -226,6 +238,22 @@ class ResultStore:
         """Where the results this store recomputed over were moved (``keep_replaced``)."""
 
     # ------------------------------------------------------------------ paths and code
+    def prepare(self) -> None:
+        """Make :attr:`root` a results store before anything is computed or written: create it
+        and its marker (:func:`~genbounds.results.files.ensure_store`), once per store object.
+
+        Raises
+        ------
+        ValueError
+            If the root is a directory that holds other things and no marker.
+        OSError
+            Naming the path, if it cannot be created (a full disk, no permission); nothing it
+            created is left behind.
+        """
+        if not self._marked:
+            files.ensure_store(self.root)
+            self._marked = True
+
     def unit(self, config: Any) -> Unit:
         """The files (and lock) of ``config``'s result."""
         return Unit(self.root, self.namespace, type(config).__name__, config_hash(config))
@@ -249,10 +277,19 @@ class ResultStore:
         ------
         DamagedResultError
             If ``.checkpoints`` or a folder below it is a symbolic link out of the store (never
-            followed: nothing is written, read or deleted through it) or not a folder.
+            followed: nothing is written, read or deleted through it) or not a folder; with
+            :attr:`recompute_damaged`, that entry is moved aside instead (see :meth:`run`).
         """
         path = self.unit(config).checkpoint
-        self._check_checkpoint_path(path)
+        try:
+            self._check_checkpoint_path(path)
+        except DamagedResultError as err:
+            if not self.recompute_damaged:
+                raise
+            self.prepare()
+            self._set_aside(err)  # the link (or file) itself, never what it points to
+            self._check_checkpoint_path(path)
+        self.prepare()
         files.ignore_dir(self.root / CHECKPOINT_DIR)
         return path
 
@@ -349,15 +386,25 @@ class ResultStore:
         ``_replaced/``, then the new files are renamed over the old names, arrays first and the
         JSON last. A failure or a kill at any point leaves the old pair in place (a failed
         write) or in ``_replaced/`` (a kill after the copy): the old arrays are never in no
-        file, and a unit is never missing because its recompute failed.
+        file, and a unit is never missing because its recompute failed. A kill between the two
+        renames leaves the new arrays beside the old record and the new record complete in its
+        temporary file: the next process that takes the unit's lock (a run, a load, ``store
+        repair``, the next write) renames it into place (:func:`~genbounds.results.files.
+        complete_commit`), so the unit holds the old pair or the new one, never a torn pair.
         """
-        target = unit.folder
+        target = self.root / STORE_MARKER
         try:
+            self.prepare()
+            target = unit.folder
             with unit.lock(self.repair_command):
+                _step("locked")
+                self._complete(unit)  # a recompute killed between its renames: its pair first
                 for stray in unit.temporaries():
                     stray.unlink(missing_ok=True)
+                _step("strays removed")
                 target = unit.npz
                 npz_tmp = files.write_temporary(unit.npz, npz_bytes)
+                _step("arrays written")
                 try:
                     target = unit.json
                     json_tmp = files.write_temporary(unit.json, json_bytes)
@@ -371,9 +418,10 @@ class ResultStore:
                 _step("kept")
                 target = unit.npz
                 files.commit_temporary(npz_tmp, unit.npz)
-                _step("arrays committed")
+                _step("arrays committed")  # a kill here is completed by the next locked reader
                 target = unit.json
                 files.commit_temporary(json_tmp, unit.json)
+                _step("committed")
         except OSError as err:
             for tmp in unit.temporaries():  # this writer's own (the lock is held)
                 tmp.unlink(missing_ok=True)
@@ -394,6 +442,7 @@ class ResultStore:
         for path in (unit.npz, unit.json):
             if not os.path.isfile(path) or os.path.islink(path):
                 continue
+            _step(f"keeping {path.suffix[1:]}")
             dest, n = folder / path.name, 0
             while os.path.lexists(dest):
                 n += 1
@@ -407,15 +456,28 @@ class ResultStore:
         logger.warning("stored result %s is recomputed; the old record is kept in %s",
                        unit.json, folder)
 
+    def _complete(self, unit: Unit) -> None:
+        """Under the unit's lock: finish a recompute stopped between its two renames."""
+        try:
+            done = files.complete_commit(unit)
+        except OSError:  # a read-only store: the unit stays as it is (reported as damage)
+            return
+        if done is not None:
+            logger.warning("stored result %s: a recompute was stopped between its two renames; "
+                           "its new record %s is now committed", unit.json, done.name)
+
     def _write_error(self, unit: Unit, where: Path, err: OSError) -> DamagedResultError:
         blocked = files.obstruction(self.root, unit.json)
         if blocked is not None:
             return DamagedResultError(blocked[0], blocked[1], self.repair_command, (blocked[0],))
+        if err.filename:  # the file the failure was on (a lock's folder, the marker...)
+            where = Path(os.fsdecode(err.filename))
         why = files.WRITE_ERRORS.get(err.errno or 0, "the write failed")
+        text = err.strerror or str(err)
         return DamagedResultError(
-            where, f"could not be written: {err.strerror} ({why}); nothing was committed for "
-                   f"unit {unit.key}", f"free space or raise the limit, then run again; "
-                   f"{self.repair_command}", unit.existing() or (where,))
+            where, f"could not be written: {text}{'' if why in text else f' ({why})'}; nothing "
+                   f"was committed for unit {unit.key}", f"free space or raise the limit, then "
+                   f"run again; {self.repair_command}", unit.existing() or (where,))
 
     # ------------------------------------------------------------------ read
     def _read(self, config: Any, on_code_change: OnCodeChange,
@@ -457,7 +519,8 @@ class ResultStore:
         """Load the stored result for ``config``, or ``None`` if there is none.
 
         A result that looks damaged is read again once no writer holds its lock (up to
-        ``wait_s`` seconds), so a write in progress elsewhere is never mistaken for damage.
+        ``wait_s`` seconds), so a write in progress elsewhere is never mistaken for damage; a
+        recompute that was killed between its two renames is completed then (its new pair).
 
         Raises
         ------
@@ -479,6 +542,7 @@ class ResultStore:
             except (Timeout, OSError):  # a writer holds it too long, or a read-only store
                 raise first from None
             try:
+                self._complete(self.unit(config))
                 return self._read(config, on_code_change, modules)
             finally:
                 lock.release()
@@ -550,13 +614,21 @@ class ResultStore:
                 stored = None  # verified again under the lock, where no writer is active
             if stored is not None:
                 return stored
-        lock = self.unit(config).lock(self.repair_command)
+        self.prepare()
+        try:
+            lock = self.unit(config).lock(self.repair_command)
+        except DamagedResultError as err:  # the lock's place: a link out of the store...
+            if not repair:
+                raise
+            self._set_aside(err)
+            lock = self.unit(config).lock(self.repair_command)
         try:
             lock.acquire(blocking=blocking)
         except Timeout:
             return None
         try:
             if not recompute:
+                self._complete(self.unit(config))
                 try:
                     stored = self._read(config, on_code_change, modules)
                 except DamagedResultError as err:
@@ -608,6 +680,10 @@ class ResultStore:
         folder = self.root / UNSAVED_DIR / stamp / unit.namespace / unit.config_class
         if files.obstruction(self.root, folder / "x") is not None:
             return None  # a link out of the store or a file in the way: never written through
+        try:
+            self.prepare()
+        except (OSError, ValueError):
+            return None
         arrays: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for name, value in out.items():
