@@ -550,6 +550,19 @@ class Provenance:
         modules = normalize_code_modules(code_modules)
         check_source_unchanged(modules)
         commit, dirty = _commit_now()
+        if os.environ.get(GIT_COMMIT_ENV):  # checked here as the command line checks it
+            if len(commit) != 40 or not set(commit) <= set("0123456789abcdef"):
+                raise ValueError(f"{GIT_COMMIT_ENV} must be a full commit id (40 hexadecimal "
+                                 f"digits, lower case), got {commit!r}")
+            if os.environ.get(GIT_DIRTY_ENV, "0") not in ("0", "1"):
+                raise ValueError(f"{GIT_DIRTY_ENV} must be 0 or 1, got "
+                                 f"{os.environ[GIT_DIRTY_ENV]!r}")
+            if (_git("rev-parse", "--git-dir") is not None
+                    and _git("cat-file", "-e", f"{commit}^{{commit}}") is None):
+                import warnings
+
+                warnings.warn(f"{GIT_COMMIT_ENV}={commit} is not a commit of the repository "
+                              f"at {PACKAGE_DIR} (recorded as given)", UserWarning, stacklevel=2)
         earlier = _EARLIER_STRETCHES.get()
         stretches = None
         if earlier:
