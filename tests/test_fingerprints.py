@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 import threading
@@ -29,40 +28,15 @@ import pytest
 
 import genbounds
 from genbounds.experiments.code_files import NOT_TRACED_HERE
+from genbounds.experiments.probe import probe_units
 from genbounds.experiments.registry import Experiment, registered_experiments
 from genbounds.results import provenance as prov
 
 PKG = Path(genbounds.__file__).resolve().parent
 REPO = PKG.parents[1]
 
-#: Sizes a tiny unit takes (a field is lowered to this value when the unit has it and is larger).
-SHRINK: dict[str, int] = dict(
-    epochs=2, max_epochs=2, steps=3, tail_steps=2, post_steps=2, subspace_steps=2,
-    mc_samples=8, mc_train=1, mc_test=20, n_test=60, n_val=20, runs_per_T=1, linear_draws=10,
-    net_draws=2, restarts=1, montecarlo_samples=2, search_depth=3, checkpoints=2,
-    n_rank_inputs=8, n_z=8, batch=256, seeds=2)
-#: Fields whose values select different code (one tiny unit per combination found).
-KIND_FIELDS = ("task", "family", "study", "arch", "arm", "dataset", "optimizer",
-               "prior_optimizer")
 #: Files never counted as executed by a unit (module docstring).
 NOT_COUNTED = ("__init__.py", "results/")
-
-
-def tiny(unit: Any) -> Any:
-    names = {f.name for f in dataclasses.fields(unit)}
-    return dataclasses.replace(unit, **{
-        k: v for k, v in SHRINK.items()
-        if k in names and isinstance(getattr(unit, k), int) and v < getattr(unit, k)})
-
-
-def kinds(exp: Experiment) -> list[Any]:
-    """One unit per combination of the kind fields, over both scales."""
-    seen: dict[tuple[Any, ...], Any] = {}
-    for scale in ("quick", "paper"):
-        for unit in exp.units(exp.config(scale)):
-            key = tuple(getattr(unit, k, None) for k in KIND_FIELDS)
-            seen.setdefault(key, unit)
-    return list(seen.values())
 
 
 def executed_files(fn: Callable[[], Any]) -> set[str]:
@@ -98,8 +72,7 @@ EXPERIMENTS = {e.name: e for e in registered_experiments()}
 def test_fingerprint_covers_exactly_the_files_a_unit_executes(name: str) -> None:
     exp = EXPERIMENTS[name]
     ran: set[str] = set()
-    for unit in kinds(exp):
-        small = tiny(unit)
+    for small in probe_units(exp):  # one tiny unit per kind, as the study's probe runs them
         ran |= executed_files(lambda small=small: exp.run_unit(small, False))
     declared = declared_files(exp)
     assert ran, f"{name}: no genbounds function ran (the tracer sees nothing)"

@@ -525,14 +525,25 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
                               f"{e.name} cannot stop mid-unit (not resumable)")
             return False
     path = _checkpoint_file(e, store, unit)
+    from genbounds.results.provenance import (
+        describe_device,
+        earlier_stretches,
+        recorded_probe,
+        stretch_record,
+    )
+
+    probes: list[Any] = []
 
     def compute(u: Any) -> Mapping[str, Any]:
         from genbounds.train.checkpoint import UnitCheckpoint, unit_checkpoint
 
         with unit_checkpoint(UnitCheckpoint(path=path, deadline=deadline)):
-            return e.run_unit(u, progress)
+            out = e.run_unit(u, progress)
+        if store.namespace == "paper":  # the record keeps the probe of the code that ran
+            probes.append(recorded_probe(probe_of(e)))
+            probes[-1].__enter__()
+        return out
 
-    from genbounds.results.provenance import describe_device, earlier_stretches, stretch_record
     from genbounds.train.checkpoint import BudgetExhausted
 
     before = read_stretches(path) if path.is_file() else []
@@ -554,12 +565,30 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
         _write_progress(path, stop.epoch, stop.total, [*before, this])
         report.stopped = "the time budget is spent"
         return False
+    finally:
+        for cm in reversed(probes):
+            cm.__exit__(None, None, None)
     if result is not None:
         report.results[i] = result
         curves = path.with_name(f"{path.name}.curves.npz")  # the fused engine's companion
         for leftover in (path, _progress_path(path), curves):
             leftover.unlink(missing_ok=True)
     return True
+
+
+_PROBES: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def probe_of(e: Experiment) -> dict[str, Any]:
+    """``e``'s probe under the running code (:mod:`genbounds.experiments.probe`), computed
+    once per process and code fingerprint."""
+    from genbounds.experiments.probe import run_probe
+    from genbounds.results.provenance import code_fingerprint
+
+    key = (e.name, code_fingerprint(e.code))
+    if key not in _PROBES:
+        _PROBES[key] = run_probe(e)
+    return _PROBES[key]
 
 
 def _progress_path(checkpoint: Path) -> Path:

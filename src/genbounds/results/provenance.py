@@ -68,6 +68,7 @@ __all__ = [
     "module_files",
     "normalize_code_modules",
     "normalized_source",
+    "recorded_probe",
     "same_code",
     "stretch_record",
 ]
@@ -542,6 +543,10 @@ class Provenance:
     """A unit computed in several runs (a time budget stopped it, a later run resumed its
     checkpoint): one entry per run, in order (:func:`stretch_record`); :attr:`wall_time_s` is
     then their sum. ``None``: computed in one run."""
+    probe: dict[str, Any] | None = None
+    """The outputs of its study's probe under the code that computed it
+    (:mod:`genbounds.experiments.probe`): what a later edit of that code must reproduce for the
+    unit to be carried over to the edited code without recomputing. ``None``: not recorded."""
 
     @classmethod
     def now(cls, *, device: str, wall_time_s: float,
@@ -581,6 +586,7 @@ class Provenance:
             code_modules=modules,
             cpu_class=cpu_class(),
             stretches=stretches,
+            probe=_PROBE.get(),
         )
 
     @classmethod
@@ -593,7 +599,7 @@ class Provenance:
             raise ValueError(f"provenance lacks {', '.join(missing)}")
         modules = record.get("code_modules")
         extra: dict[str, Any] = {}
-        for name in ("cpu_class", "migrated", "revalidated"):
+        for name in ("cpu_class", "migrated", "revalidated", "probe"):
             value = record.get(name)
             if value is not None and not isinstance(value, dict):
                 raise ValueError(f"provenance field {name} must be an object, got {value!r}")
@@ -656,6 +662,22 @@ def _checked_stretches(stretches: Any, name: str) -> list[Mapping[str, Any]]:
                 raise ValueError(f"{name}[{i}].{key} must be a non-empty string, "
                                  f"got {s[key]!r}")
     return list(stretches)
+
+
+_PROBE: ContextVar[dict[str, Any] | None] = ContextVar("genbounds_probe", default=None)
+
+
+@contextmanager
+def recorded_probe(probe: Mapping[str, Any] | None) -> Iterator[None]:
+    """Within this block, a result stored by :meth:`Provenance.now` records ``probe`` (the
+    outputs of its study's probe under the running code; ``None``: nothing recorded)."""
+    if probe is not None and not (isinstance(probe, Mapping) and "values" in probe):
+        raise ValueError(f"probe must be a probe record with 'values', got {probe!r}")
+    token = _PROBE.set(None if probe is None else dict(probe))
+    try:
+        yield
+    finally:
+        _PROBE.reset(token)
 
 
 @contextmanager

@@ -27,7 +27,8 @@ import fnmatch
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -74,24 +75,82 @@ def _stored(exp: Any, scale: str, store: Any) -> list[tuple[Any, files.Unit]]:
     return [(u, store.unit(u)) for u in exp.units(exp.config(scale)) if store.has(u)]
 
 
-def migrate_units(exp: Any, scale: str, store: Any, dry_run: bool = False
-                  ) -> list[tuple[str, str, bool]]:
-    """``(unit key, what happened, current now)`` for every stored unit of ``exp``."""
+ProbeNow = Callable[[], Mapping[str, Any]]
+"""The caller's probe of a study under the running code (the store knows no study)."""
+ProbeCheck = Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[bool, str]]
+"""``(recorded, now) -> (same behaviour, how decided)``."""
+
+
+def migrate_units(exp: Any, scale: str, store: Any, dry_run: bool = False,
+                  probe: tuple[ProbeNow, ProbeCheck] | None = None,
+                  record_probes: bool = False) -> list[tuple[str, str, bool]]:
+    """``(unit key, what happened, current now)`` for every stored unit of ``exp``.
+
+    A unit that is not current is carried over by :func:`migrate_record` (an older fingerprint
+    scheme), else, when it recorded its study's probe and the caller's ``probe`` (a pair: the
+    probe under the running code, and the comparison, e.g.
+    :func:`genbounds.experiments.probe.same_probe`) finds the same outputs, as *equivalent
+    code (probe)*. With ``record_probes``, a current unit without a probe gets the running
+    code's (the same code computed it)."""
     out = []
+    now: dict[str, Any] = {}
+
+    def probe_now() -> Mapping[str, Any]:
+        if "record" not in now:
+            assert probe is not None
+            now["record"] = dict(probe[0]())
+        return now["record"]
+
     for _, unit in _stored(exp, scale, store):
         record = files.read_unit(unit, store.repair_command)
         assert record is not None  # store.has() said so; read_unit raises on damage
         prov = record.meta["provenance"]
         if str(prov.get("code_fingerprint", "")).startswith(("ast1:", AST_SCHEME + ":")) and \
                 same_code(prov["code_fingerprint"], prov.get("code_modules"), exp.code):
-            out.append((unit.key, "new scheme already; current", True))
+            why = "new scheme already; current"
+            if record_probes and probe is not None and not prov.get("probe"):
+                if not dry_run:
+                    rewrite_provenance(unit, store.repair_command, dict(prov, probe=probe_now()))
+                why += "; probe recorded" + (" (dry run: not written)" if dry_run else "")
+            out.append((unit.key, why, True))
             continue
         new, why = migrate_record(prov, exp.code)
+        if new is None and prov.get("probe") and probe is not None:
+            equal, how = probe[1](prov["probe"], probe_now())
+            if equal:
+                new = equivalent_record(prov, exp.code, how)
+                why = "equivalent code (probe): " + how
+            else:
+                why += "; the probe differs: " + how
         if new is not None and not dry_run:
             rewrite_provenance(unit, store.repair_command, new)
         out.append((unit.key, why + (" (dry run: not written)" if new and dry_run else ""),
                     new is not None))
     return out
+
+
+def equivalent_record(prov: Mapping[str, Any], modules: Sequence[str], how: str
+                      ) -> dict[str, Any]:
+    """``prov`` carried over to the running code's fingerprint because its study's probe gives
+    the same outputs (``how``): the fingerprint and modules replaced, ``migrated`` saying so."""
+    wanted = normalize_code_modules(modules)
+    check_source_unchanged(wanted)
+    new = dict(prov)
+    new.update(
+        code_fingerprint=code_fingerprint(wanted),
+        code_modules=None if wanted is None else list(wanted),
+        migrated={
+            "from_fingerprint": prov.get("code_fingerprint"),
+            "from_code_modules": prov.get("code_modules"),
+            "method": f"equivalent code (probe): {how}; the probe covers only the code its "
+                      "tiny units run on the CPU (genbounds.experiments.probe)",
+            "uncovered_before": [],
+            "dirty_tree_bracketed_by": None,
+            "migrated_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "migrated_at_commit": _git("rev-parse", "HEAD") or "unknown",
+        },
+    )
+    return new
 
 
 def compare_arrays(new: Mapping[str, Any], old: Mapping[str, np.ndarray], rtol: float,
@@ -203,6 +262,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--only", nargs="+", default=None, metavar="NAME")
     p.add_argument("--results-dir", type=Path, default=None)
     p.add_argument("--dry-run", action="store_true", help="migrate: say, write nothing")
+    p.add_argument("--record-probes", action="store_true",
+                   help="migrate: also record the probe of the running code in every current "
+                   "unit that has none (run before editing a study's code)")
     p.add_argument("--recompute", action="store_true",
                    help="recompute the stale units chosen by --match and compare")
     p.add_argument("--match", nargs="+", default=(), metavar="FIELD=VALUE")
@@ -227,7 +289,12 @@ def _run(args: argparse.Namespace, get_experiment: Any, registered_experiments: 
     failed = 0
     for exp in exps:
         if not args.recompute:
-            rows = migrate_units(exp, args.scale, store, dry_run=args.dry_run)
+            from genbounds.experiments.probe import same_probe
+            from genbounds.experiments.registry import probe_of
+
+            rows = migrate_units(exp, args.scale, store, dry_run=args.dry_run,
+                                 probe=(partial(probe_of, exp), same_probe),
+                                 record_probes=args.record_probes)
             current = sum(ok for *_, ok in rows)
             print(f"[{exp.name}] {current} of {len(rows)} stored units current under the new "
                   "scheme")
