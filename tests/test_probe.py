@@ -161,3 +161,15 @@ def test_a_unit_stored_at_paper_scale_records_its_probe(tmp_path: Any, monkeypat
     quick = json.loads(ResultStore(tmp_path, "quick").unit(unit).json.read_text())
     assert quick["provenance"]["probe"] is None and calls == ["offset_rademacher"]
     assert probe_module.PROBE_RTOL == 1e-9
+
+
+def test_the_command_line_revalidates_through_the_experiments_layer(tmp_path: Any,
+                                                                   capsys: Any) -> None:
+    from genbounds import cli
+
+    assert cli.main(["revalidate", "--scale", "paper", "--only", "offset_rademacher",
+                     "--dry-run", "--results-dir", str(tmp_path)]) == 0
+    assert "[offset_rademacher] 0 of 0 stored units current" in capsys.readouterr().out
+    assert cli.main(["revalidate", "--recompute", "--only", "offset_rademacher",
+                     "--results-dir", str(tmp_path)]) == 2
+    assert "--match" in capsys.readouterr().err

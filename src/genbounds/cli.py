@@ -359,9 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "store":
         return _cmd_store(argv[1:])
     if argv and argv[0] == "revalidate":
-        from genbounds.results.revalidate import main as revalidate_main
-
-        return int(revalidate_main(argv[1:]))
+        return revalidate_main(argv[1:])
     args = _parser().parse_args(argv)
     handler = {"bounds": _cmd_bounds, "experiments": _cmd_experiments,
                "reproduce": _cmd_reproduce}[args.command]
@@ -409,3 +407,77 @@ def _handle(handler: Any, args: argparse.Namespace) -> int:
         print(f"error: the results store cannot be used:{where} {err.strerror or err}",
               file=sys.stderr)
         return DAMAGE_EXIT_CODE
+
+
+# ----------------------------------------------------------------------------- revalidate
+def revalidate_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m genbounds revalidate``: carry stored units over to the running code without
+    recomputing (an older fingerprint scheme, or an edit whose probe outputs are unchanged), or
+    recompute one and compare (:mod:`genbounds.results.revalidate`). Exit 0, 1 when a
+    re-validation failed, 2 on a usage error, 3 on a damaged store."""
+    from genbounds.results import revalidate as rv
+
+    p = argparse.ArgumentParser(prog="python -m genbounds revalidate",
+                                description=revalidate_main.__doc__)
+    p.add_argument("--scale", choices=("quick", "paper"), default="paper")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME")
+    p.add_argument("--results-dir", type=Path, default=None)
+    p.add_argument("--dry-run", action="store_true", help="migrate: say, write nothing")
+    p.add_argument("--record-probes", action="store_true",
+                   help="migrate: also record the probe of the running code in every current "
+                   "unit that has none (run before editing a study's code)")
+    p.add_argument("--recompute", action="store_true",
+                   help="recompute the stale units chosen by --match and compare")
+    p.add_argument("--match", nargs="+", default=(), metavar="FIELD=VALUE")
+    p.add_argument("--rtol", type=float, default=rv.DEFAULT_RTOL)
+    p.add_argument("--atol-frac", type=float, default=rv.DEFAULT_ATOL_FRAC)
+    args = p.parse_args(argv)
+    from genbounds.results.errors import DamagedResultError, report_damage
+
+    try:
+        return _revalidate(args)
+    except DamagedResultError as err:
+        return report_damage(err)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _revalidate(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from genbounds.experiments.probe import same_probe
+    from genbounds.experiments.registry import get_experiment, probe_of, registered_experiments
+    from genbounds.results import ResultStore, files
+    from genbounds.results import revalidate as rv
+    from genbounds.results.provenance import same_code
+
+    exps = [get_experiment(n) for n in args.only] if args.only else registered_experiments()
+    store = ResultStore(args.results_dir, namespace=args.scale)
+    failed = 0
+    for exp in exps:
+        if not args.recompute:
+            rows = rv.migrate_units(exp, args.scale, store, dry_run=args.dry_run,
+                                    probe=(partial(probe_of, exp), same_probe),
+                                    record_probes=args.record_probes)
+            current = sum(ok for *_, ok in rows)
+            print(f"[{exp.name}] {current} of {len(rows)} stored units current under the new "
+                  "scheme")
+            for key, why, _ in rows:
+                print(f"  {key}: {why}")
+            continue
+        if not args.match:
+            raise ValueError("--recompute needs --match FIELD=VALUE (one small unit at a time)")
+        for config, unit in rv.stored_units_of(exp, args.scale, store):
+            if not rv.match_unit(config, args.match):
+                continue
+            record = files.read_unit(unit, store.repair_command)
+            assert record is not None
+            prov = record.provenance
+            if same_code(prov.code_fingerprint, prov.code_modules, exp.code):
+                print(f"[{exp.name}] {unit.key}: current, nothing to re-validate")
+                continue
+            ok, line = rv.revalidate_unit(exp, config, store, args.rtol, args.atol_frac)
+            failed += not ok
+            print(f"[{exp.name}] {line}", flush=True)
+    return 1 if failed else 0

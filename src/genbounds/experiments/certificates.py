@@ -254,9 +254,9 @@ def family_data(unit: CertUnit, j: int) -> _Data:
         ds = make_sparse_majority(unit.T, n_train=unit.n, n_val=unit.n_test, s=unit.s,
                                   d=unit.d, seed=seed)
         rows = torch.as_tensor(ds.possible_tokens())
-        return _Data(torch.tensor(np.array(ds.tokens(ds.bits_train)), dtype=f),
+        return _Data(ds.tokens(ds.bits_train).to(f),  # float32 tokens, then f, as before
                      torch.tensor(np.array(ds.y_train), dtype=f),
-                     torch.tensor(np.array(ds.tokens(ds.bits_val)), dtype=f),
+                     ds.tokens(ds.bits_val).to(f),
                      torch.tensor(np.array(ds.y_val), dtype=f),
                      float(rows.abs().sum(-1).max()),
                      float(torch.linalg.vector_norm(rows, dim=-1).max()))

@@ -1,5 +1,6 @@
-"""``python -m genbounds revalidate``: bring stored results to the current fingerprint scheme,
-honestly, or re-validate one by recomputing it.
+"""Bring stored results to the current fingerprint scheme, honestly, or re-validate one by
+recomputing it (the store's side of ``python -m genbounds revalidate``; the command line, which
+knows the studies, is :func:`genbounds.cli.revalidate_main`: nothing here imports a study).
 
 Two actions, both recorded in the unit's provenance (its arrays are never changed):
 
@@ -21,15 +22,11 @@ Two actions, both recorded in the unit's provenance (its arrays are never change
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import fnmatch
 import json
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,7 +45,9 @@ from genbounds.results.provenance import (
     same_code,
 )
 
-__all__ = ["compare_arrays", "main", "migrate_units", "revalidate_unit", "rewrite_provenance"]
+__all__ = ["DEFAULT_ATOL_FRAC", "DEFAULT_RTOL", "compare_arrays", "equivalent_record",
+           "match_unit", "migrate_units", "revalidate_unit", "rewrite_provenance",
+           "stored_units_of"]
 
 DEFAULT_RTOL = 1e-6
 """Default relative tolerance of a re-validation (float64 training agrees to about 1e-12 on
@@ -71,7 +70,7 @@ def rewrite_provenance(unit: files.Unit, repair: str, provenance: Mapping[str, A
         files.atomic_write(unit.json, json.dumps(sealed, indent=1, sort_keys=True).encode())
 
 
-def _stored(exp: Any, scale: str, store: Any) -> list[tuple[Any, files.Unit]]:
+def stored_units_of(exp: Any, scale: str, store: Any) -> list[tuple[Any, files.Unit]]:
     return [(u, store.unit(u)) for u in exp.units(exp.config(scale)) if store.has(u)]
 
 
@@ -101,7 +100,7 @@ def migrate_units(exp: Any, scale: str, store: Any, dry_run: bool = False,
             now["record"] = dict(probe[0]())
         return now["record"]
 
-    for _, unit in _stored(exp, scale, store):
+    for _, unit in stored_units_of(exp, scale, store):
         record = files.read_unit(unit, store.repair_command)
         assert record is not None  # store.has() said so; read_unit raises on damage
         prov = record.meta["provenance"]
@@ -241,7 +240,9 @@ def revalidate_unit(exp: Any, config: Any, store: Any, rtol: float = DEFAULT_RTO
                   f"largest relative difference {worst:.2g} (rtol {rtol:g})")
 
 
-def _match(config: Any, pairs: Sequence[str]) -> bool:
+def match_unit(config: Any, pairs: Sequence[str]) -> bool:
+    """Whether the unit ``config`` has every ``FIELD=VALUE`` of ``pairs`` (compared as text);
+    ``ValueError`` naming a pair that is malformed or names no field of the unit."""
     for pair in pairs:
         field, sep, value = pair.partition("=")
         if not sep or not hasattr(config, field):
@@ -249,74 +250,3 @@ def _match(config: Any, pairs: Sequence[str]) -> bool:
         if str(getattr(config, field)) != value:
             return False
     return True
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line (module docstring); exit 0, or 1 when a re-validation failed."""
-    from genbounds.experiments.registry import get_experiment, registered_experiments
-    from genbounds.results import ResultStore
-
-    p = argparse.ArgumentParser(prog="python -m genbounds revalidate",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--scale", choices=("quick", "paper"), default="paper")
-    p.add_argument("--only", nargs="+", default=None, metavar="NAME")
-    p.add_argument("--results-dir", type=Path, default=None)
-    p.add_argument("--dry-run", action="store_true", help="migrate: say, write nothing")
-    p.add_argument("--record-probes", action="store_true",
-                   help="migrate: also record the probe of the running code in every current "
-                   "unit that has none (run before editing a study's code)")
-    p.add_argument("--recompute", action="store_true",
-                   help="recompute the stale units chosen by --match and compare")
-    p.add_argument("--match", nargs="+", default=(), metavar="FIELD=VALUE")
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
-    p.add_argument("--atol-frac", type=float, default=DEFAULT_ATOL_FRAC)
-    args = p.parse_args(argv)
-    from genbounds.results.errors import DamagedResultError, report_damage
-
-    try:
-        return _run(args, get_experiment, registered_experiments, ResultStore)
-    except DamagedResultError as err:
-        return report_damage(err)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace, get_experiment: Any, registered_experiments: Any,
-         store_class: Any) -> int:
-    exps = ([get_experiment(n) for n in args.only] if args.only else registered_experiments())
-    store = store_class(args.results_dir, namespace=args.scale)
-    failed = 0
-    for exp in exps:
-        if not args.recompute:
-            from genbounds.experiments.probe import same_probe
-            from genbounds.experiments.registry import probe_of
-
-            rows = migrate_units(exp, args.scale, store, dry_run=args.dry_run,
-                                 probe=(partial(probe_of, exp), same_probe),
-                                 record_probes=args.record_probes)
-            current = sum(ok for *_, ok in rows)
-            print(f"[{exp.name}] {current} of {len(rows)} stored units current under the new "
-                  "scheme")
-            for key, why, _ in rows:
-                print(f"  {key}: {why}")
-            continue
-        if not args.match:
-            raise ValueError("--recompute needs --match FIELD=VALUE (one small unit at a time)")
-        for config, unit in _stored(exp, args.scale, store):
-            if not _match(config, args.match):
-                continue
-            record = files.read_unit(unit, store.repair_command)
-            assert record is not None
-            prov = record.provenance
-            if same_code(prov.code_fingerprint, prov.code_modules, exp.code):
-                print(f"[{exp.name}] {unit.key}: current, nothing to re-validate")
-                continue
-            ok, line = revalidate_unit(exp, config, store, args.rtol, args.atol_frac)
-            failed += not ok
-            print(f"[{exp.name}] {line}", flush=True)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
