@@ -173,3 +173,21 @@ def test_the_command_line_revalidates_through_the_experiments_layer(tmp_path: An
     assert cli.main(["revalidate", "--recompute", "--only", "offset_rademacher",
                      "--results-dir", str(tmp_path)]) == 2
     assert "--match" in capsys.readouterr().err
+
+
+def test_the_revalidate_options_are_checked_by_name(tmp_path: Any, capsys: Any) -> None:
+    from genbounds import cli
+
+    for argv, name in ((["--results-dir", ""], "results"), (["--rtol", "nan"], "--rtol"),
+                       (["--atol-frac", "2"], "--atol-frac"), (["--rtol", "x"], "--rtol")):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(["revalidate", "--dry-run", *argv])
+        assert exit_.value.code == 2
+        assert name in capsys.readouterr().err
+
+
+def test_records_of_where_a_unit_ran_are_not_part_of_the_probe() -> None:
+    """The sparse-majority protocol's ``segments`` name the commit that ran: a probe that
+    hashed them would differ at every commit."""
+    record = run_probe(registry.get_experiment("sparse_majority"))
+    assert not any("segments" in name for name in record["values"])

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -421,7 +421,7 @@ def revalidate_main(argv: Sequence[str] | None = None) -> int:
                                 description=revalidate_main.__doc__)
     p.add_argument("--scale", choices=("quick", "paper"), default="paper")
     p.add_argument("--only", nargs="+", default=None, metavar="NAME")
-    p.add_argument("--results-dir", type=Path, default=None)
+    p.add_argument("--results-dir", type=directory_path, default=None)
     p.add_argument("--dry-run", action="store_true", help="migrate: say, write nothing")
     p.add_argument("--record-probes", action="store_true",
                    help="migrate: also record the probe of the running code in every current "
@@ -429,8 +429,8 @@ def revalidate_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--recompute", action="store_true",
                    help="recompute the stale units chosen by --match and compare")
     p.add_argument("--match", nargs="+", default=(), metavar="FIELD=VALUE")
-    p.add_argument("--rtol", type=float, default=rv.DEFAULT_RTOL)
-    p.add_argument("--atol-frac", type=float, default=rv.DEFAULT_ATOL_FRAC)
+    p.add_argument("--rtol", type=_fraction("--rtol"), default=rv.DEFAULT_RTOL)
+    p.add_argument("--atol-frac", type=_fraction("--atol-frac"), default=rv.DEFAULT_ATOL_FRAC)
     args = p.parse_args(argv)
     from genbounds.results.errors import DamagedResultError, report_damage
 
@@ -441,6 +441,19 @@ def revalidate_main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def _fraction(name: str) -> Callable[[str], float]:
+    """An argparse type: a number in [0, 1), the error naming the option."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not 0.0 <= value < 1.0:
+            raise argparse.ArgumentTypeError(f"{name} must be in [0, 1), got {text!r}")
+        return value
+    return parse
 
 
 def _revalidate(args: argparse.Namespace) -> int:

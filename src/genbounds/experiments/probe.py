@@ -11,7 +11,8 @@ as made by other code. The probe lets a behaviour-preserving edit keep the units
   sizes lowered to a few steps (:data:`SHRINK`) and run on the CPU;
 * :func:`run_probe`: runs them with one thread and summarises every output array by a few
   exact statistics (:func:`summarize`): sum, sum of absolute values, sum of squares, minimum,
-  maximum, first and last entries, number of non-finite entries; strings by a SHA-256;
+  maximum, first and last entries, number of non-finite entries; strings by a SHA-256 (timings
+  and records of where a unit ran, :data:`TIMING` and :data:`RECORDS`, are left out);
 * every paper-scale unit stored from now on records the probe of the code that computed it
   (``provenance.probe``); :func:`genbounds.results.revalidate.migrate_units` reruns the probe
   when a unit's fingerprint no longer matches, and when :func:`same_probe` finds the outputs
@@ -45,7 +46,7 @@ import numpy as np
 
 from genbounds.experiments.registry import Experiment
 
-__all__ = ["KIND_FIELDS", "PROBE_RTOL", "SHRINK", "TIMING", "probe_units", "run_probe",
+__all__ = ["KIND_FIELDS", "PROBE_RTOL", "RECORDS", "SHRINK", "TIMING", "probe_units", "run_probe",
            "same_probe", "summarize", "tiny"]
 
 #: Sizes a tiny unit takes (a field is lowered to this value when the unit has it and is larger).
@@ -62,6 +63,9 @@ PROBE_RTOL = 1e-9
 #: Arrays that measure time, not a result of the code (never summarised), as :mod:`fnmatch`
 #: patterns.
 TIMING = ("*wall_time*", "*seconds*", "*time_s")
+#: Arrays that record where and by which commit a unit ran (the sparse-majority protocol's
+#: ``segments``), not a result of the code (never summarised).
+RECORDS = ("*segments*",)
 
 
 def tiny(unit: Any) -> Any:
@@ -117,7 +121,7 @@ def run_probe(exp: Experiment) -> dict[str, Any]:
         for i, unit in enumerate(units):
             out = exp.run_unit(unit, False)
             for name in sorted(out):
-                if not any(fnmatch.fnmatchcase(name, t) for t in TIMING):
+                if not any(fnmatch.fnmatchcase(name, t) for t in TIMING + RECORDS):
                     values[f"{i}.{name}"] = summarize(out[name])
     finally:
         torch.set_num_threads(threads)
