@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+import numpy as np
 
 from genbounds.validation import check_positive, is_number
 
@@ -318,15 +320,21 @@ class Bound:
         args.update(self.fixed)
         given = {k: args[k] for k in [*self.needs, *self.constants]}
         try:
-            out = self.fn(**args)
+            # numpy's overflow/invalid warnings at inputs beyond a float's range are not shown:
+            # the formula's own checks refuse a non-finite result, naming the argument
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                out = self.fn(**args)
         except (OverflowError, ZeroDivisionError) as exc:  # inputs beyond a float's range
-            name = _extreme(given)
-            raise ValueError(f"{name} (= {given[name]!r}, the input farthest from 1) and the "
-                             f"other inputs of bound {self.key!r} are out of the range a float "
-                             f"can hold: {type(exc).__name__}: {exc}") from exc
-        except ValueError as exc:  # a check deep inside: the message leads with an argument
+            far = _extreme(given)
+            names = self._culprits(args, given) or [far]
+            shown = ", ".join(f"{n} (= {given[n]!r}" + (", the input farthest from 1)"
+                                                        if n == far else ")") for n in names)
+            raise ValueError(f"{shown} and the other inputs of bound {self.key!r} are out of "
+                             f"the range a float can hold: {type(exc).__name__}: {exc}"
+                             ) from exc
+        except ValueError as exc:  # a check deep inside: the message leads with the argument
             if len(exc.args) <= 1:  # same type (NotApplicable stays NotApplicable)
-                exc.args = (_lead_with_name(str(exc), given),)
+                exc.args = (_lead_with_name(str(exc), given, self._culprits(args, given)),)
             raise
         if out.kind is not self.kind:
             raise RuntimeError(f"bound {self.key!r} is registered as {self.kind} but returned "
@@ -339,6 +347,51 @@ class Bound:
                 r for r in (out.regime, "the printed expression is negative here: not a bound")
                 if r))
         return replace(out, choices={**out.choices, "form": self.form}, verdict=self.verdict)
+
+
+    def _culprits(self, args: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+        """The arguments to blame for a call that failed inside the formula: those that, each
+        alone moved to a moderate value (a constant to its default; a quantity to a power of
+        ten between 0.01 and 1000, a size to one between 1 and 10**4), let the bound be
+        evaluated. One argument changed from a
+        valid point is thereby named, not another that merely appears in the failing
+        expression; two in a relation (``r_QK <= d``) are both named. At most
+        :data:`ATTRIBUTION_S` seconds are spent; ``[]`` when nothing is found."""
+        import time
+
+        end = time.monotonic() + ATTRIBUTION_S
+        found: list[str] = []
+        for name in sorted(given, key=lambda n: -_distance(given[n])):
+            for tame in self._moderate(name, given[name]):
+                if time.monotonic() > end:
+                    return found
+                try:
+                    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                        self.fn(**{**args, name: tame})
+                except Exception:  # noqa: BLE001 - still failing: not this one alone
+                    continue
+                found.append(name)
+                break
+        return found
+
+    def _moderate(self, name: str, value: Any) -> list[Any]:
+        """Moderate values of argument ``name`` other than ``value`` (see :meth:`_culprits`)."""
+        if name in self.constants:
+            candidates: list[Any] = [self.constants[name]]
+        elif name in SIZES:
+            candidates = [100, 10, 1, 1000, 10000]
+        elif name in PROBABILITIES:
+            candidates = [0.05, 0.5]
+        else:
+            candidates = [1.0, 10.0, 100.0, 1000.0, 0.1, 0.01, 0.05]
+        return [c for c in candidates if c != value]
+
+
+ATTRIBUTION_S = 2.0
+"""Seconds :meth:`Bound._culprits` may spend finding the argument to name in an error."""
+PROBABILITIES = {"delta": True, "confidence": True, "mc_share": True, "mc_error": False,
+                 "empirical_error": False}
+"""Arguments that are probabilities: in ``(0, 1)`` (``True``: open) or ``[0, 1]``."""
 
 
 LOOP_SIZES = frozenset({"heads", "layers", "L", "n_matrices", "mc_samples", "grid_size"})
@@ -392,29 +445,45 @@ def _checked(value: Any, name: str, *, need: bool) -> Any:
                          f"{len(str(abs(int(value))))} digits)") from None
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {value!r}")
+    if name in PROBABILITIES:
+        inside = 0 < v < 1 if PROBABILITIES[name] else 0 <= v <= 1
+        if not inside:
+            raise ValueError(f"{name} must be a probability in "
+                             f"{'(0, 1)' if PROBABILITIES[name] else '[0, 1]'}, got {value!r}")
     if need and name not in SIGNED and v < 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
+    if not need and v < 0:  # every constant of a statement is a size, a rate or a bound
+        raise ValueError(f"{name} must be >= 0 (a constant of the statement), got {value!r}")
     return value
+
+
+def _distance(v: Any) -> float:
+    """How far ``v`` is from 1 on a log scale (0 for a zero: a zero overflows nothing)."""
+    try:
+        return abs(math.log10(abs(float(v)))) if v else 0.0
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
 
 
 def _extreme(given: Mapping[str, Any]) -> str:
     """The argument farthest from 1 on a log scale (the likeliest cause of an overflow)."""
-    def distance(v: Any) -> float:
-        try:
-            return abs(math.log10(abs(float(v)))) if v else 400.0
-        except (TypeError, ValueError, OverflowError):
-            return 0.0
-    return max(given, key=lambda k: distance(given[k]))
+    return max(given, key=lambda k: _distance(given[k]))
 
 
-def _lead_with_name(message: str, given: Mapping[str, Any]) -> str:
-    """``message`` if it starts with an argument's name, else that name (the first argument the
-    message mentions, or the one farthest from 1) and a colon put in front."""
+def _lead_with_name(message: str, given: Mapping[str, Any],
+                    culprits: Sequence[str] = ()) -> str:
+    """``message`` led by the argument(s) to blame: ``culprits`` (:meth:`Bound._culprits`) when
+    found and the message does not already start with one of them; else the message as it is
+    if it starts with an argument's name, or that of the first argument it mentions (the one
+    farthest from 1 if none) put in front with a colon."""
     import re
 
     names = sorted(given, key=len, reverse=True)
     head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", message)
-    if head is not None and head.group(0) in given:
+    lead = head.group(0) if head is not None else None
+    if culprits:
+        return message if list(culprits) == [lead] else f"{', '.join(culprits)}: {message}"
+    if lead in given:
         return message
     mentioned = [(m.start(), n) for n in names
                  if (m := re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])",

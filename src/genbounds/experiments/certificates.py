@@ -74,6 +74,7 @@ from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
 from genbounds.validation import (
     check_choice,
+    check_config,
     check_int,
     check_nonnegative,
     check_positive,
@@ -129,6 +130,7 @@ class CertUnit:
     first_seed: int = 0
 
     def __post_init__(self) -> None:
+        check_config(self)  # seeds, sizes at most MAX_CONFIG_INT, finite floats (issue 37 s.3)
         check_choice(self.family, "family", FAMILIES)
         for name in ("n", "n_test", "width", "epochs", "seeds", "T", "d", "s", "post_steps",
                      "mc_train", "mc_samples", "mc_test", "subspace_steps", "batch"):
@@ -172,6 +174,12 @@ class CertificatesConfig:
     PROTOCOL_VERSION: ClassVar[int] = 1
 
     units: tuple[CertUnit, ...]
+
+    def __post_init__(self) -> None:
+        if (not isinstance(self.units, tuple) or not self.units
+                or not all(isinstance(u, CertUnit) for u in self.units)):
+            raise ValueError(f"units must be a non-empty tuple of CertUnit, got "
+                             f"{self.units!r:.200}")
 
     @classmethod
     def quick(cls) -> CertificatesConfig:

@@ -42,7 +42,13 @@ from genbounds.bounds import margin as mg
 from genbounds.experiments import certificates as ce
 from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
-from genbounds.validation import check_choice, check_int, check_positive, check_probability
+from genbounds.validation import (
+    check_choice,
+    check_config,
+    check_int,
+    check_positive,
+    check_probability,
+)
 
 __all__ = ["EXPERIMENT", "FAMILIES", "PRIORS", "MarginCertificatesConfig", "MarginUnit",
            "run_unit", "units"]
@@ -77,6 +83,7 @@ class MarginUnit:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_config(self)  # seeds, sizes at most MAX_CONFIG_INT, finite floats (issue 37 s.3)
         check_choice(self.family, "family", FAMILIES)
         for name in ("n", "n_test", "width", "epochs", "seeds", "mc_draws", "chunk",
                      "looseness_draws"):
@@ -105,6 +112,12 @@ class MarginCertificatesConfig:
     PROTOCOL_VERSION: ClassVar[int] = 1
 
     units: tuple[MarginUnit, ...]
+
+    def __post_init__(self) -> None:
+        if (not isinstance(self.units, tuple) or not self.units
+                or not all(isinstance(u, MarginUnit) for u in self.units)):
+            raise ValueError(f"units must be a non-empty tuple of MarginUnit, got "
+                             f"{self.units!r:.200}")
 
     @classmethod
     def quick(cls) -> MarginCertificatesConfig:

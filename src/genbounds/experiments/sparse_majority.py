@@ -151,6 +151,7 @@ from genbounds.train.fused_protocol import (
     train_fused,
     upgrade_checkpoint,
 )
+from genbounds.validation import check_config
 
 __all__ = [
     "EXPERIMENT", "TEST_STREAM", "SparseMajorityConfig", "evaluate_heldout", "heldout_seed",
@@ -239,6 +240,12 @@ class SparseMajorityConfig:
     engine: str = field(default="fused", metadata={OMIT_FROM_KEY: _engine_of_old_keys})
 
     def __post_init__(self) -> None:
+        check_config(self)  # seeds, sizes at most MAX_CONFIG_INT, finite floats (issue 37 s.3)
+        for name in ("runs_per_T", "n_train", "n_val", "n_test", "s", "d", "heads", "key_dim",
+                     "batch_size", "max_epochs"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if not isinstance(self.T_values, tuple) or len(self.T_values) == 0:
             raise ValueError(f"T_values must be a non-empty tuple, got {self.T_values!r}")
         for T in self.T_values:
@@ -248,11 +255,6 @@ class SparseMajorityConfig:
                 raise ValueError(f"T_values entries must be >= s = {self.s}, got {T}")
         if len(set(self.T_values)) != len(self.T_values):
             raise ValueError(f"T_values must not repeat, got {self.T_values}")
-        for name in ("runs_per_T", "n_train", "n_val", "n_test", "s", "d", "heads", "key_dim",
-                     "batch_size", "max_epochs"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if self.s % 2 == 0:
             raise ValueError(f"s must be odd (strict majority), got {self.s}")
         if self.optimizer not in ("sgd", "adam"):
