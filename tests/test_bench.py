@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from genbounds.bench import (
+    bench_edelman,
     bench_epoch,
     bench_notebooks,
     bench_roofline,
@@ -98,3 +99,22 @@ def test_fit_section_counts_epochs() -> None:
     r = res["fit"][0]
     assert r["stopped_epoch"] == [2, 2] or any(r["reached"])
     assert "Epochs to training accuracy" in format_tables(res)
+
+
+def test_edelman_section_measures_both_paths_and_the_unit() -> None:
+    # the structure, not the timing; the two paths' equality is tests/test_edelman_speed.py's
+    from genbounds.experiments.effective_rank import EffectiveRankUnit
+
+    u = EffectiveRankUnit(T=6, d=8, k=4, heads=2, layers=2, m=16, n_test=20, epochs=4,
+                          checkpoints=2, n_models=2, n_rank_inputs=4, n_z=4, device="cpu")
+    r = bench_edelman(u, reps=2, matmul_n=64)
+    assert r["matmul_gflops"] > 0 and r["clock"] == "cpu" and r["speedup"] > 0
+    for name in ("reference", "fast"):
+        w = r[name]
+        assert w["step_s"] > 0 and w["gflop_per_step"] > 0 and np.isfinite(w["gflops"])
+        assert r["unit"][name]["unit_s"] > 0 and r["unit"][name]["unit_tflop"] > 0
+    # the fast path executes fewer FLOPs (the last layer's [CLS] row only)
+    assert r["fast"]["gflop_per_step"] < r["reference"]["gflop_per_step"]
+    assert r["max_rel_grad_difference"] < 1e-4
+    text = format_tables({**run_benchmark(sections=(), svd_n=1), "edelman": r})
+    assert "Effective-rank model" in text and "speed-up" in text

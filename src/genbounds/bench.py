@@ -25,6 +25,15 @@ absolute times are noisy; the ratios are what count). Sections (``--sections``):
     throughput (:func:`genbounds.estimates.matmul_gflops`, 1024 x 1024 products on CPU), for the
     sparse-majority model (K = 5, T = 200, minibatches of 128) and the shallow encoder
     (d_m = 1024, N = 400 full batch, K = 3).
+``edelman``
+    The effective-rank study's model at its paper unit's sizes (T = 32 tokens + [CLS], d = 64,
+    k = 32, 4 heads, 2 layers, m = 1,024 training sequences, 5 models, float32): one
+    full-batch forward + backward (the engine's training step) of
+    :class:`~genbounds.models.edelman_fast.FastEdelmanTransformer` against today's reference
+    :class:`~genbounds.models.EdelmanTransformer`, interleaved in the same process, next to the
+    machine's measured matrix-multiply rate (:func:`bench_edelman`); with the cost of one
+    checkpoint's measurements and of the final ones, the time of a whole paper unit and its
+    arithmetic at that rate.
 ``protocol`` (not in the default set: a few minutes on a CPU)
     The whole sparse-majority protocol (every run of every T, 50 runs, 10,000 validation
     samples), seconds per epoch: the fused engine (:mod:`genbounds.train.fused_protocol`, CUDA
@@ -57,7 +66,7 @@ The original two tables, measured on the authors' sparse-majority setting (d = 6
    its large no-grad batches, ``K_val`` models at once).
 
 Prints the tables with speed-up ratios and writes everything as JSON to ``--out``. The
-default run (every section but ``notebooks``) takes about five to eight minutes on the loaded
+default run (the default sections) takes about seven to ten minutes on the loaded
 2-core CPU.
 """
 
@@ -72,6 +81,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,15 +102,15 @@ from genbounds.train import (
 from genbounds.validation import check_int
 
 __all__ = [
-    "PlainSparseMajorityMHA", "SECTIONS", "bench_epoch", "bench_notebooks", "bench_protocol",
-    "bench_roofline",
+    "PlainSparseMajorityMHA", "SECTIONS", "bench_edelman", "bench_epoch", "bench_notebooks",
+    "bench_protocol", "bench_roofline",
     "bench_svd", "main", "measure_epochs_to_fit", "run_benchmark",
 ]
 
 #: The sections of a run (``notebooks`` only when asked for).
-SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "notebooks", "fit",
+SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "edelman", "notebooks", "fit",
             "protocol")
-DEFAULT_SECTIONS = ("training", "validation", "epoch", "svd", "roofline")
+DEFAULT_SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "edelman")
 
 D, HEADS, KEY_DIM, N_TRAIN, BATCH, S = 64, 2, 64, 300, 128, 9
 
@@ -389,6 +399,161 @@ def bench_roofline(device: str = "auto", sm_size: tuple[int, int] = (5, 200),
     return {"matmul_gflops": peak, "rows": rows, "load": load}
 
 
+def _clock(dev: torch.device) -> Callable[[], float]:
+    """The clock of a timing: on a CPU the process's CPU time (one thread: the time it ran,
+    not the time it waited for a core the other jobs of a shared machine held), on CUDA the
+    wall clock (after synchronising)."""
+    return time.process_time if dev.type == "cpu" else time.perf_counter
+
+
+def _timed_twice(fn: Callable[[], Any], dev: torch.device) -> tuple[float, float]:
+    """``(seconds on the clock of _clock, wall seconds)`` of one call of ``fn``."""
+    clock = _clock(dev)
+    _sync(dev)
+    c0, w0 = clock(), time.perf_counter()
+    fn()
+    _sync(dev)
+    return clock() - c0, time.perf_counter() - w0
+
+
+def _matmul_rate(dev: torch.device, reps: int, n: int) -> dict[str, float]:
+    """Median float32 GFLOP/s of ``n x n`` products (``reps`` timings of 3 products each), on
+    the clock of :func:`_clock` and on the wall clock."""
+    a = torch.randn(n, n, device=dev)
+    b = torch.randn(n, n, device=dev)
+    c = a @ b
+    times = [_timed_twice(lambda: [torch.mm(a, b, out=c) for _ in range(3)], dev)
+             for _ in range(reps)]
+    flop = 3 * 2.0 * n**3
+    return {"gflops": flop / float(np.median([t for t, _ in times])) / 1e9,
+            "gflops_wall": flop / float(np.median([w for _, w in times])) / 1e9, "n": n}
+
+
+def bench_edelman(unit: Any = None, reps: int = 5, device: str = "cpu",
+                  measures: bool = True, matmul_n: int = 2048) -> dict[str, Any]:
+    """The effective-rank study's training step and unit: fast path against today's code.
+
+    ``unit``: an :class:`~genbounds.experiments.effective_rank.EffectiveRankUnit` (default: the
+    paper preset's base unit, sparse majority's sizes are the same for every task). On one
+    model ensemble built from the unit's seeds and data, ``reps`` interleaved timings of the
+    engine's full-batch step (:func:`genbounds.train.step.batch_gradients`: forward, logistic
+    loss, gradients of every parameter) with the reference class and with the fast class; the
+    medians are compared with the median ``matmul_n x matmul_n`` float32 product rate measured
+    in the same run. FLOPs are those the two paths execute (matrix products, counted by
+    :class:`~torch.utils.flop_counter.FlopCounterMode`); the fast path executes fewer (the last
+    layer computes the [CLS] row only), so its GFLOP/s understate its speed-up: the ratio of
+    the times is the speed-up. On a CPU every time is process CPU time (the wall time is
+    reported beside it): on a shared machine it does not count the waits for a core.
+
+    With ``measures`` the measurements of one checkpoint (attention maps of the rank inputs,
+    their rank measures, errors on the training and test sets) and the final ones
+    (sensitivity matrices, spectra, Lipschitz estimates) are timed once per path, and a whole
+    unit is estimated as ``epochs`` steps + ``checkpoints + 1`` checkpoints + the final
+    measures; its arithmetic (counted FLOPs; the singular values, not matrix products, are not
+    counted) is divided by the matmul rate. The largest relative difference of the two paths'
+    gradients is reported (float32; ``tests/test_edelman_speed.py`` checks float64).
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from genbounds.experiments import effective_rank as er
+    from genbounds.train.memory import retain_freed_memory
+    from genbounds.train.step import batch_gradients
+
+    check_int(reps, "reps")
+    dev = resolve_device(device)
+    if dev.type == "cpu":
+        retain_freed_memory()  # as train_ensemble does: freed activations reused, not mmap'd
+    u = er.EffectiveRankConfig.paper(device=str(dev)).base if unit is None else unit
+    load = _load()
+    seeds, Xtr, ytr, Xte, yte = er._unit_tensors(u, dev)
+    models = {name: er._unit_model(u, seeds, dev, reference=name == "reference")
+              for name in ("reference", "fast")}
+    B = int(ytr.shape[1])
+
+    def step(name: str) -> list[torch.Tensor]:
+        m = models[name]
+        params = {n: p.detach().requires_grad_(True) for n, p in m.named_parameters()}
+        grads, _, _ = batch_gradients(m, params, {}, lambda a, b: (Xtr[:, a:b], ytr[:, a:b]),
+                                      B, B, "logistic")
+        return grads
+
+    g_ref, g_fast = step("reference"), step("fast")  # warm-up, and the equivalence check
+    grad_diff = max(float((a - b).abs().max() / a.abs().max().clamp_min(1e-30))
+                    for a, b in zip(g_ref, g_fast, strict=True))
+    mm = _matmul_rate(dev, reps, matmul_n)
+    times: dict[str, list[tuple[float, float]]] = {"reference": [], "fast": []}
+    for _ in range(reps):
+        for name in times:
+            times[name].append(_timed_twice(partial(step, name), dev))
+    flops = {}
+    for name in times:
+        with FlopCounterMode(display=False) as counter:
+            step(name)
+        flops[name] = float(counter.get_total_flops())
+    out: dict[str, Any] = {
+        "sizes": {"K": u.n_models, "m": u.m, "n": u.n, "d": u.d, "k": u.k, "heads": u.heads,
+                  "layers": u.layers, "task": u.task, "dtype": "float32"},
+        "device": str(dev), "device_name": (torch.cuda.get_device_name(dev)
+                                            if dev.type == "cuda" else _cpu_name()),
+        "threads": torch.get_num_threads(), "clock": "cpu" if dev.type == "cpu" else "wall",
+        "reps": reps, "matmul_gflops": mm["gflops"], "matmul_gflops_wall": mm["gflops_wall"],
+        "matmul_n": matmul_n, "max_rel_grad_difference": grad_diff, "load_before": load,
+    }
+    for name, ts in times.items():
+        s = float(np.median([t for t, _ in ts]))
+        out[name] = {"step_s": s, "step_s_wall": float(np.median([w for _, w in ts])),
+                     "gflop_per_step": flops[name] / 1e9, "gflops": flops[name] / s / 1e9,
+                     "fraction_of_matmul": flops[name] / s / 1e9 / mm["gflops"]}
+    out["speedup"] = out["reference"]["step_s"] / out["fast"]["step_s"]
+    if measures:
+        out["unit"] = _edelman_unit_estimate(u, models, Xtr, ytr, Xte, yte, out, dev)
+    out["load_after"] = _load()
+    return out
+
+
+def _measure_times(u: Any, m: Any, Xr: torch.Tensor, Xtr: torch.Tensor, ytr: torch.Tensor,
+                   Xte: torch.Tensor, yte: torch.Tensor, dev: torch.device
+                   ) -> tuple[float, float, float]:
+    """Seconds of one checkpoint's measurements and of the final ones on model ``m``, and
+    the checkpoint's counted FLOPs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from genbounds.experiments import effective_rank as er
+
+    init = {k: v.detach().clone() for k, v in m.named_parameters()}
+    clock = _clock(dev)
+    _sync(dev)
+    t0 = clock()
+    ck = er._measure_checkpoint(m, Xr, Xtr, ytr, Xte, yte)
+    _sync(dev)
+    t1 = clock()
+    er._final_measures(u, m, ck, Xr, init)
+    _sync(dev)
+    t2 = clock()
+    with FlopCounterMode(display=False) as counter:
+        er._measure_checkpoint(m, Xr, Xtr, ytr, Xte, yte)
+    return t1 - t0, t2 - t1, float(counter.get_total_flops())
+
+
+def _edelman_unit_estimate(u: Any, models: dict[str, Any], Xtr: torch.Tensor,
+                           ytr: torch.Tensor, Xte: torch.Tensor, yte: torch.Tensor,
+                           steps: dict[str, Any], dev: torch.device) -> dict[str, Any]:
+    """A whole unit per path: ``epochs`` steps, ``checkpoints + 1`` checkpoint measurements,
+    the final measures (each measured once here), and its counted arithmetic."""
+    Xr = Xtr[:, :u.n_rank_inputs]
+    out: dict[str, Any] = {"epochs": u.epochs, "checkpoints": u.checkpoints}
+    for name, m in models.items():
+        ck_s, fin_s, ck_flop = _measure_times(u, m, Xr, Xtr, ytr, Xte, yte, dev)
+        total = (u.epochs * steps[name]["step_s"] + (u.checkpoints + 1) * ck_s + fin_s)
+        flop = u.epochs * steps[name]["gflop_per_step"] * 1e9 + (u.checkpoints + 1) * ck_flop
+        out[name] = {"checkpoint_s": ck_s, "final_s": fin_s, "unit_s": total,
+                     "unit_tflop": flop / 1e12,
+                     "arithmetic_s": flop / 1e9 / steps["matmul_gflops"]}
+        out[name]["unit_over_arithmetic"] = total / out[name]["arithmetic_s"]
+    out["speedup"] = out["reference"]["unit_s"] / out["fast"]["unit_s"]
+    return out
+
+
 def bench_notebooks(notebooks: Sequence[Path] | None = None,
                     workdir: Path | None = None, fresh_results: bool = True
                     ) -> list[dict[str, Any]]:
@@ -640,6 +805,9 @@ def _extra_sections(sections: Sequence[str], T_values: Sequence[int], K_values: 
     if "roofline" in sections:
         say("roofline")
         extra["roofline"] = bench_roofline(str(dev))
+    if "edelman" in sections:
+        say("effective-rank model (paper unit sizes): fast path against today's code")
+        extra["edelman"] = bench_edelman(device=str(dev))
     if "notebooks" in sections:
         say("notebooks at quick scale under nbval")
         extra["notebooks"] = bench_notebooks()
@@ -793,6 +961,8 @@ def _extra_lines(result: dict[str, Any]) -> list[str]:
             lines.append(f"  {w['workload']}: {w['gflop_per_epoch']:.3f} GFLOP/epoch in "
                          f"{w['s_per_epoch']:.4f} s = {w['gflops']:.1f} GFLOP/s, "
                          f"{100 * w['fraction_of_matmul']:.0f}% of matmul")
+    if "edelman" in result:
+        lines += _edelman_lines(result["edelman"])
     if "fit" in result:
         lines += ["", "Epochs to training accuracy 1.0 (authors' protocol, reduced validation set)"]
         for r in result["fit"]:
@@ -816,6 +986,35 @@ def _extra_lines(result: dict[str, Any]) -> list[str]:
             lines.append(f"  {n['notebook']}: {n['wall_s']:.0f} s, "
                          f"{'passed' if n['passed'] else 'FAILED'} (load {n['load_before']:.1f}"
                          f" -> {n['load_after']:.1f})")
+    return lines
+
+
+def _edelman_lines(r: dict[str, Any]) -> list[str]:
+    z = r["sizes"]
+    clock = "CPU time" if r["clock"] == "cpu" else "wall time"
+    lines = ["", f"(6) Effective-rank model, forward + backward of one full-batch step "
+                 f"(K={z['K']}, m={z['m']}, n={z['n']}, d={z['d']}, k={z['k']}, "
+                 f"{z['heads']} heads, {z['layers']} layers, {z['dtype']}; {clock}, median of "
+                 f"{r['reps']}; {r['threads']} thread(s), load {r['load_before']:.1f})",
+             f"  matmul {r['matmul_n']}x{r['matmul_n']}: {r['matmul_gflops']:.1f} GFLOP/s "
+             f"({r['matmul_gflops_wall']:.1f} on the wall clock)"]
+    for name in ("reference", "fast"):
+        w = r[name]
+        lines.append(f"  {name:9s}: {w['step_s']:.3f} s/step (wall {w['step_s_wall']:.3f}), "
+                     f"{w['gflop_per_step']:.1f} GFLOP executed, {w['gflops']:.1f} GFLOP/s = "
+                     f"{100 * w['fraction_of_matmul']:.0f}% of matmul")
+    lines.append(f"  speed-up {r['speedup']:.2f}x; largest relative gradient difference "
+                 f"{r['max_rel_grad_difference']:.1e} (float32)")
+    if "unit" in r:
+        un = r["unit"]
+        lines.append(f"  one unit ({un['epochs']} epochs, {un['checkpoints'] + 1} checkpoints):")
+        for name in ("reference", "fast"):
+            w = un[name]
+            lines.append(f"    {name:9s}: {w['unit_s'] / 60:.1f} min (checkpoint "
+                         f"{w['checkpoint_s']:.1f} s, final {w['final_s']:.1f} s); "
+                         f"{w['unit_tflop']:.1f} TFLOP = {w['arithmetic_s'] / 60:.1f} min at "
+                         f"the matmul rate, ratio {w['unit_over_arithmetic']:.2f}")
+        lines.append(f"    speed-up {un['speedup']:.2f}x")
     return lines
 
 

@@ -46,8 +46,8 @@ CODE: dict[str, tuple[str, ...]] = {
         *_TRAIN, "genbounds.bounds.effective_rank", "genbounds.data.base",
         "genbounds.data.mnist", "genbounds.data.retrieval", "genbounds.data.sparse_majority",
         "genbounds.experiments.effective_rank", "genbounds.models.base",
-        "genbounds.models.edelman", "genbounds.protocols", "genbounds.spectral",
-        "genbounds.train.checkpoint", "genbounds.validation"),
+        "genbounds.models.edelman", "genbounds.models.edelman_fast", "genbounds.protocols",
+        "genbounds.spectral", "genbounds.train.checkpoint", "genbounds.validation"),
     "comparison": (
         *_TRAIN, "genbounds.bounds.effective_rank", "genbounds.bounds.effective_rank_notation",
         "genbounds.bounds.measures", "genbounds.bounds.pac_bayes",

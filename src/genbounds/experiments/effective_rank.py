@@ -4,11 +4,12 @@ Dhingra (2025) has no experiments; its empirical statements ("erank(A) tends to 
 with model width/depth", the bound is "nonvacuous", its sample-size dependence "matches"
 scaling laws) are tested here. Every unit trains ``n_models`` independent
 :class:`~genbounds.models.EdelmanTransformer` models (``heads`` heads, ``layers`` layers, scalar
-[CLS] output) as one batched ensemble, each on its own data set, and measures at ``checkpoints``
-points of training (step 0 included) the spectra of their attention matrices, and at the end
-the sensitivity matrices ``Z = df/dA``, the value-path Lipschitz estimate ``L_tot``, and the
-generalization gap on a held-out test set that nothing was selected on (fixed number of epochs,
-final weights kept, no validation set, no early stopping).
+[CLS] output; computed by :class:`~genbounds.models.edelman_fast.FastEdelmanTransformer`, the
+same function in fewer operations) as one batched ensemble, each on its own data set, and
+measures at ``checkpoints`` points of training (step 0 included) the spectra of their attention
+matrices, and at the end the sensitivity matrices ``Z = df/dA``, the value-path Lipschitz
+estimate ``L_tot``, and the generalization gap on a held-out test set that nothing was selected
+on (fixed number of epochs, final weights kept, no validation set, no early stopping).
 
 Tasks (tokens scaled into the unit l2 ball; [CLS] last):
 
@@ -76,6 +77,7 @@ from genbounds.data.retrieval import make_retrieval
 from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Experiment, register_experiment
 from genbounds.models import EdelmanTransformer
+from genbounds.models.edelman_fast import FastEdelmanTransformer
 from genbounds.results import StoredResult
 from genbounds.spectral import rank_measures
 from genbounds.train import TrainConfig, resolve_device, train_ensemble
@@ -328,20 +330,64 @@ def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarray]:
-    """Train one unit's ensemble and measure everything listed in the module docstring."""
+@dataclass
+class _Checkpoint:
+    """What one checkpoint measures: every attention matrix of the rank inputs ``A``
+    ``(K, layers, B, heads, n, n)``, their rank measures ``rm``, and ``(0-1 error, ramp loss,
+    ramp standard error)`` on the training and the test set."""
+
+    A: torch.Tensor
+    rm: dict[str, torch.Tensor]
+    train: tuple[np.ndarray, np.ndarray, np.ndarray]
+    test: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _unit_tensors(u: EffectiveRankUnit, device: torch.device
+                  ) -> tuple[list[tuple[int, int]], torch.Tensor, torch.Tensor, torch.Tensor,
+                             torch.Tensor]:
+    """``(seeds, X_train, y_train, X_test, y_test)`` of the unit's models on ``device``."""
+    seeds = _seeds(u)
+    data = [make_data(u, ds) for ds, _ in seeds]
+    Xtr, ytr, Xte, yte = (torch.tensor(np.stack([dd[j] for dd in data]),
+                                       dtype=torch.float32 if j % 2 == 0 else torch.int64,
+                                       device=device) for j in range(4))
+    return seeds, Xtr, ytr, Xte, yte
+
+
+def _unit_model(u: EffectiveRankUnit, seeds: Sequence[tuple[int, int]], device: torch.device,
+                reference: bool = False) -> EdelmanTransformer:
+    """The unit's ensemble (float32): the fast class, or the reference one."""
+    family = EdelmanTransformer if reference else FastEdelmanTransformer
+    return family(d=u.d, k=u.k, heads=u.heads, layers=u.layers, n_models=u.n_models,
+                  seeds=[ms for _, ms in seeds], dtype=torch.float32).to(device)
+
+
+def _measure_checkpoint(model: EdelmanTransformer, Xr: torch.Tensor, Xtr: torch.Tensor,
+                        ytr: torch.Tensor, Xte: torch.Tensor, yte: torch.Tensor
+                        ) -> _Checkpoint:
+    """One checkpoint's measurements at the model's current weights."""
+    A = _attention_all(model, Xr)
+    return _Checkpoint(A, rank_measures(A), _eval(model, Xtr, ytr), _eval(model, Xte, yte))
+
+
+def run_unit(u: EffectiveRankUnit, progress: bool = False, reference: bool = False
+             ) -> dict[str, np.ndarray]:
+    """Train one unit's ensemble and measure everything listed in the module docstring.
+
+    The models are :class:`~genbounds.models.edelman_fast.FastEdelmanTransformer`;
+    ``reference=True`` computes the same unit with
+    :class:`~genbounds.models.EdelmanTransformer` (the code before issue 38: three-operand
+    einsums, every row of every layer), for the benchmark and the equivalence tests; the two
+    agree up to floating-point rounding. The last checkpoint's attention maps and errors are
+    the final ones (same weights; not computed twice).
+    """
     if not isinstance(u, EffectiveRankUnit):
         raise ValueError(f"u must be an EffectiveRankUnit, got {type(u).__name__}")
     t0 = time.perf_counter()
     device = resolve_device(u.device)
-    K, dtype = u.n_models, torch.float32
-    seeds = _seeds(u)
-    data = [make_data(u, ds) for ds, _ in seeds]
-    Xtr, ytr, Xte, yte = (torch.tensor(np.stack([dd[j] for dd in data]),
-                                       dtype=dtype if j % 2 == 0 else torch.int64,
-                                       device=device) for j in range(4))
-    model = EdelmanTransformer(d=u.d, k=u.k, heads=u.heads, layers=u.layers, n_models=K,
-                               seeds=[ms for _, ms in seeds], dtype=dtype).to(device)
+    K = u.n_models
+    seeds, Xtr, ytr, Xte, yte = _unit_tensors(u, device)
+    model = _unit_model(u, seeds, device, reference)
     init_params = {k: v.detach().clone() for k, v in model.named_parameters()}
     Xr = Xtr[:, :u.n_rank_inputs]
     seg = u.epochs // u.checkpoints
@@ -351,22 +397,20 @@ def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarr
                                        ("epoch", "erank_max", "erank_mean", "train_err",
                                         "test_err")}
 
-    def checkpoint(epoch: int) -> dict[str, torch.Tensor]:
-        rm = rank_measures(_attention_all(model, Xr))
-        e = rm["erank"].reshape(K, -1)
+    def checkpoint(epoch: int) -> _Checkpoint:
+        c = _measure_checkpoint(model, Xr, Xtr, ytr, Xte, yte)
+        e = c.rm["erank"].reshape(K, -1)
         ck["epoch"].append(np.full(K, epoch, dtype=np.float64))
         ck["erank_max"].append(e.amax(dim=1).cpu().numpy())
         ck["erank_mean"].append(e.mean(dim=1).cpu().numpy())
-        tr, _, _ = _eval(model, Xtr, ytr)
-        te, _, _ = _eval(model, Xte, yte)
-        ck["train_err"].append(tr)
-        ck["test_err"].append(te)
-        return rm
+        ck["train_err"].append(c.train[0])
+        ck["test_err"].append(c.test[0])
+        return c
 
-    checkpoint(0)
+    last = checkpoint(0)
     for c in range(u.checkpoints):
         train_ensemble(model, Xtr, ytr, loss="logistic", config=cfg, seed=[u.seed + c] * K)
-        rm = checkpoint(seg * (c + 1))
+        last = checkpoint(seg * (c + 1))
     out: dict[str, np.ndarray] = {
         "task": np.array([u.task] * K), "T": np.full(K, u.T), "n": np.full(K, u.n),
         "d": np.full(K, u.d), "k": np.full(K, u.k), "heads": np.full(K, u.heads),
@@ -375,10 +419,21 @@ def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarr
         "model_seed": np.array([s for _, s in seeds]),
     }
     out.update({f"ckpt_{k}": np.stack(v, axis=1) for k, v in ck.items()})
+    out.update(_final_measures(u, model, last, Xr, init_params))
+    out["wall_time_s"] = np.full(K, time.perf_counter() - t0)
+    return out
+
+
+def _final_measures(u: EffectiveRankUnit, model: EdelmanTransformer, last: _Checkpoint,
+                    Xr: torch.Tensor, init_params: Mapping[str, torch.Tensor]
+                    ) -> dict[str, np.ndarray]:
+    """Spectra, sensitivity matrices, Lipschitz estimates and errors at the final weights
+    (``last``: the checkpoint measured at them)."""
+    K, n = u.n_models, u.n
+    out: dict[str, np.ndarray] = {}
     # ---- spectra at the end (rm: every matrix of every layer, input and head)
+    rm, A_all = last.rm, last.A
     flat = {k: v.reshape(K, -1).to(torch.float64).cpu().numpy() for k, v in rm.items()}
-    A_all = _attention_all(model, Xr)
-    n = u.n
     out["erank_max"] = flat["erank"].max(axis=1)
     out["erank_mean"] = flat["erank"].mean(axis=1)
     layer_e = rm["erank"].reshape(K, u.layers, -1).to(torch.float64).cpu().numpy()
@@ -406,17 +461,15 @@ def run_unit(u: EffectiveRankUnit, progress: bool = False) -> dict[str, np.ndarr
     out["Z1_op_mean"] = torch.linalg.matrix_norm(Zstack[:, 0, :, 0], ord=2).mean(
         dim=1).cpu().numpy()
     out["L_local"] = torch.sqrt(fro2).amax(dim=1).cpu().numpy()
-    view = model.view()
-    out["L_value_path"] = value_path_lipschitz(view)
+    out["L_value_path"] = value_path_lipschitz(model.view())
     out["L_value_path_init"] = value_path_lipschitz(model.view_from_parameters(init_params))
     # ---- errors and gaps at the final weights (no selection of any kind)
-    out["train_err"], out["train_ramp"], _ = _eval(model, Xtr, ytr)
-    out["test_err"], out["test_ramp"], out["test_ramp_se"] = _eval(model, Xte, yte)
+    out["train_err"], out["train_ramp"], _ = last.train
+    out["test_err"], out["test_ramp"], out["test_ramp_se"] = last.test
     out["gap_err"] = out["test_err"] - out["train_err"]
     out["gap_ramp"] = out["test_ramp"] - out["train_ramp"]
     out["Z_first"] = Zs[:, 0, :u.n_z, 0].to(torch.float32).cpu().numpy()
     out["A_example"] = A_all[:, :, 0].to(torch.float32).cpu().numpy()
-    out["wall_time_s"] = np.full(K, time.perf_counter() - t0)
     return out
 
 
