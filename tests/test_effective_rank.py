@@ -422,3 +422,46 @@ def test_power_law_fit_keeps_nonpositive_values() -> None:
         ere.power_law_fit([1, 1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="y_se"):
         ere.power_law_fit(x, y, y_se=-np.ones(x.size))
+
+
+def test_a_unit_stopped_mid_segment_resumes_to_identical_arrays(tmp_path, monkeypatch) -> None:
+    """Resumable (issue 38 item 2): stopped by the budget inside the second segment, the rerun
+    replays the finished segment, resumes the interrupted one and gives bitwise the arrays of
+    an uninterrupted run (wall time aside)."""
+    from genbounds.train.checkpoint import BudgetExhausted, UnitCheckpoint, unit_checkpoint
+
+    torch.set_num_threads(1)
+    u = ere.EffectiveRankUnit(T=5, d=8, k=4, heads=2, layers=2, m=24, n_test=30, epochs=8,
+                              checkpoints=2, n_models=2, n_rank_inputs=6, n_z=6, device="cpu")
+    assert ere.EXPERIMENT.resumable
+    want = ere.run_unit(u)
+    path = tmp_path / "unit.pt"
+    ck = UnitCheckpoint(path)
+    seen = {"n": 0}
+
+    def should_save() -> bool:  # the budget is spent at the 5th epoch boundary: 3 boundaries
+        seen["n"] += 1          # in segment 1 (none after its last epoch), 2 in segment 2
+        return seen["n"] >= 5
+
+    ck.should_save = should_save  # type: ignore[method-assign]
+    ck.out_of_time = lambda: seen["n"] >= 5  # type: ignore[method-assign]
+    with unit_checkpoint(ck), pytest.raises(BudgetExhausted) as info:
+        ere.run_unit(u)
+    assert info.value.epoch == 2 and info.value.total == 4
+    from genbounds.train import loop
+
+    trained: list[int] = []
+    real = loop._train_epoch
+
+    def counting(run, idx, lr):  # noqa: ANN001, ANN202
+        trained.append(run.hist.n - 1)
+        return real(run, idx, lr)
+
+    monkeypatch.setattr(loop, "_train_epoch", counting)
+    with unit_checkpoint(UnitCheckpoint(path)):
+        got = ere.run_unit(u)
+    assert trained == [2, 3]  # segment 1 replayed from the checkpoint, segment 2 resumed
+    assert set(got) == set(want)
+    for key, a in want.items():
+        if key != "wall_time_s":
+            np.testing.assert_array_equal(np.asarray(got[key]), np.asarray(a), err_msg=key)

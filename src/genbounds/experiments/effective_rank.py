@@ -25,7 +25,11 @@ Tasks (tokens scaled into the unit l2 ball; [CLS] last):
 
 Training: full-batch Adam (``lr``), logistic loss on labels in {-1, +1}, ``epochs`` epochs in
 ``checkpoints`` equal segments (one :func:`~genbounds.train.train_ensemble` call each; Adam's
-moment estimates restart at every segment, a documented simplification).
+moment estimates restart at every segment, a documented simplification). A unit is resumable:
+each segment is a stage of the unit's checkpoint (:mod:`genbounds.train.checkpoint`), so a unit
+stopped by a time budget resumes at its epoch, and the rerun gives bitwise the arrays of an
+uninterrupted run on a CPU (the measurements between segments are recomputed from the same
+weights).
 
 Quantities (per model; the rank statistics are over ``n_rank_inputs`` training inputs, every
 head and every layer, all spectra of a checkpoint from ONE batched singular-value call,
@@ -563,4 +567,6 @@ EXPERIMENT = register_experiment(Experiment(
     # a Spearman correlation over a constant row is NaN (said where it is shown); task is a name
     nonfinite=("*_spearman",),
     text=("task",),
+    # every segment is one train_ensemble call: a stage of the unit checkpoint (issue 38)
+    resumable=True,
 ))
