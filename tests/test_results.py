@@ -342,9 +342,10 @@ def test_provenance_takes_the_commit_from_the_environment_when_given(monkeypatch
     assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_commit == "unknown"
     monkeypatch.setattr(prov, "_git", lambda *args: "d230b26" if args[0] == "rev-parse" else "M x")
     assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_commit == "d230b26"
-    monkeypatch.setenv(prov.GIT_COMMIT_ENV, "abc123")  # a copy whose .git is stale
+    given = "f8949ab" + "0" * 33  # a copy whose .git is stale
+    monkeypatch.setenv(prov.GIT_COMMIT_ENV, given)
     p = prov.Provenance.now(device="cpu", wall_time_s=1.0)
-    assert p.git_commit == "abc123" and not p.git_dirty
+    assert p.git_commit == given and not p.git_dirty
     monkeypatch.setenv(prov.GIT_DIRTY_ENV, "1")
     assert prov.Provenance.now(device="cpu", wall_time_s=1.0).git_dirty
 

@@ -67,10 +67,16 @@ GOLDEN_V1 = {
 CONFIGS = {"TINY_SGD": TINY_SGD, "TINY_ADAM": TINY_ADAM}
 
 
-#: The version-1 numbers were written with the pinned torch (requirements.txt) on an x86-64 CPU;
-#: another torch build or CPU sums in another order (measured with torch 2.11 on the GPU
-#: machine's CPU: 1.5e-6 relative on one l1 norm).
-RTOL = 1e-6 if torch.__version__.split("+")[0] == "2.13.0" else 1e-5
+#: The version-1 numbers were written on an x86-64 CPU whose class was not recorded, so they are
+#: not a bitwise claim on any machine (the per-class bitwise goldens are in
+#: tests/test_train_golden.py). Adam's twelve float32 epochs carry summation-order differences
+#: into the weights: on the CI machine, on this repository's 2-core Intel Xeon (AVX-512 and, with
+#: ATEN_CPU_CAPABILITY=avx2, AVX2) and on the GPU machine's CPU (torch 2.11) the first TINY_ADAM l1
+#: norm departs by 1.1e-6 to 1.5e-6 relative, everything else by at most 2e-7. 1e-5 leaves a
+#: factor of about seven above that. What this test guards is that training is untouched: a test
+#: set drawn from the shuffling stream instead of a stream of its own moves every configuration's
+#: numbers by 1e-4 to 0.5 relative (checked by that mutation).
+RTOL = 1e-5
 
 
 @pytest.fixture(scope="module")

@@ -303,6 +303,15 @@ def store_problem(root: Path) -> str | None:
             f"things ({shown}); give a new or empty directory, or the store's own")
 
 
+def _marker_mode(marker: Path) -> int | None:
+    """The file mode of ``marker`` (not following a link), or ``None`` if it cannot be read (none
+    is there, or the path runs through a file)."""
+    try:
+        return os.lstat(marker).st_mode
+    except OSError:
+        return None
+
+
 def ensure_store(root: Path) -> None:
     """Make ``root`` a results store, or confirm it is one: create it (and missing parents) and
     write the marker :data:`STORE_MARKER` if it is missing.
@@ -316,17 +325,18 @@ def ensure_store(root: Path) -> None:
         whatever this call created is removed again.
     """
     marker = root / STORE_MARKER
-    try:
-        if stat.S_ISREG(os.lstat(marker).st_mode):
-            return
-    except OSError:
-        pass
+    first = _marker_mode(marker)
+    if first is not None and stat.S_ISREG(first):
+        return
     problem = store_problem(root)
     if problem is not None:
         raise ValueError(problem)
-    if os.path.lexists(marker):
-        raise ValueError(f"{marker} is {describe_type(os.lstat(marker).st_mode)}; the store's "
-                         "marker is a regular file")
+    mode = _marker_mode(marker)
+    if mode is not None:
+        if stat.S_ISREG(mode):  # another process made the store between the two looks
+            return
+        raise ValueError(f"{marker} is {describe_type(mode)}; the store's marker is a regular "
+                         "file")
     created = make_dirs(root)
     try:
         atomic_write(marker, _MARKER_TEXT)
