@@ -155,6 +155,28 @@ def test_a_store_may_be_made_in_an_empty_directory_or_a_new_one(tmp_path) -> Non
     assert not (home / STORE_MARKER).exists() and not (home / ".locks").exists()
 
 
+def test_a_marker_written_by_another_process_meanwhile_is_accepted(tmp_path, monkeypatch) -> None:
+    """Two workers making one new store: the second sees the first's marker only after its own
+    first look (found by the concurrent-workers test on the CI machine)."""
+    root = tmp_path / "shared"
+    real = files.store_problem
+
+    def other_process_writes_the_marker(path: Path) -> str | None:
+        problem = real(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / STORE_MARKER).write_text("made by another worker\n")
+        return problem
+
+    monkeypatch.setattr(files, "store_problem", other_process_writes_the_marker)
+    files.ensure_store(root)
+    assert (root / STORE_MARKER).read_text() == "made by another worker\n"
+    os.unlink(root / STORE_MARKER)
+    os.mkdir(root / STORE_MARKER)  # what is there is not a marker: still refused, by its type
+    with pytest.raises(ValueError, match="is a directory; the store's marker is a regular file"):
+        monkeypatch.setattr(files, "store_problem", real)
+        files.ensure_store(root)
+
+
 # ------------------------------------------------------------------ 2. kill points of a recompute
 _KILL = """
 import os, signal, sys
