@@ -17,19 +17,26 @@ import numpy as np
 from scipy import stats as _st
 
 __all__ = [
+    "CensoredRankTrend",
     "CoupledPairs",
     "EnvironmentSignErrors",
     "GranulatedTau",
+    "GroupIntervals",
+    "KaplanMeier",
     "TrendResult",
     "bootstrap_interval",
+    "censored_rank_trend",
     "coupled_pairs",
     "dziugaite_sign_errors",
     "granulated_tau",
+    "group_intervals",
     "hoeffding_weight",
     "jiang_tau",
+    "kaplan_meier",
     "kendall_tau",
     "linear_trend",
     "mc_noise_threshold",
+    "proportion_interval",
     "robust_sign_error",
 ]
 
@@ -555,3 +562,169 @@ def bootstrap_interval(
         raise ValueError("the statistic is undefined on more than half of the resamples")
     a = (1 - level) / 2
     return float(np.quantile(v, a)), float(np.quantile(v, 1 - a))
+
+
+# ------------------------------------------------------------- groups, proportions, censoring
+@dataclass(frozen=True)
+class GroupIntervals:
+    """Per-group summaries of one quantity (e.g. one entry per sequence length, runs as members).
+
+    Arrays are aligned with ``groups`` (the distinct group labels, sorted): ``n`` members,
+    ``mean`` with its Student-t interval ``ci_low``, ``ci_high`` at ``level`` (``nan`` for a
+    group of one), standard deviation ``sd`` (``ddof=1``; ``nan`` for a group of one), and the
+    extremes ``minimum``, ``maximum``.
+    """
+
+    groups: np.ndarray
+    n: np.ndarray
+    mean: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    sd: np.ndarray
+    minimum: np.ndarray
+    maximum: np.ndarray
+    level: float
+
+
+def group_intervals(groups: object, values: object, *, level: float = 0.95) -> GroupIntervals:
+    """The mean of ``values`` within each group with a Student-t interval, and the extremes.
+
+    When each member of a group is an independent draw of everything random (its seed, its
+    training data, its own finite evaluation set), the t-interval of the group mean covers all
+    those sources of variation at once: their spread is the spread of the members.
+    """
+    g = np.asarray(groups)
+    v = _vec(values, "values")
+    if g.shape != v.shape:
+        raise ValueError(f"groups and values must have equal length, got {g.shape} and {v.shape}")
+    if v.size == 0:
+        raise ValueError("values must not be empty")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    labels = np.unique(g)
+    cols: dict[str, list[float]] = {k: [] for k in ("n", "mean", "lo", "hi", "sd", "min", "max")}
+    for lab in labels:
+        x = v[g == lab]
+        m = float(x.mean())
+        sd = float(x.std(ddof=1)) if x.size > 1 else float("nan")
+        half = (float(_st.t.ppf(0.5 + level / 2, x.size - 1)) * sd / math.sqrt(x.size)
+                if x.size > 1 else float("nan"))
+        for k, val in zip(cols, (x.size, m, m - half, m + half, sd, x.min(), x.max()),
+                          strict=True):
+            cols[k].append(float(val))
+    a = {k: np.array(val) for k, val in cols.items()}
+    return GroupIntervals(labels, a["n"].astype(np.int64), a["mean"], a["lo"], a["hi"], a["sd"],
+                          a["min"], a["max"], float(level))
+
+
+def proportion_interval(successes: object, n: object, *, level: float = 0.95
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    r"""Wilson's score interval of a binomial proportion, elementwise.
+
+    For ``k`` successes in ``n`` trials and :math:`z` the normal quantile of ``level``:
+    :math:`\big(\hat p + \tfrac{z^2}{2n} \pm z\sqrt{\hat p(1-\hat p)/n + z^2/(4n^2)}\big)
+    / (1 + z^2/n)`. Used for an accuracy measured on a finite evaluation set.
+    """
+    k = np.asarray(successes, dtype=np.float64)
+    nn = np.asarray(n, dtype=np.float64)
+    if not (np.all(np.isfinite(k)) and np.all(np.isfinite(nn))):
+        raise ValueError("successes and n must be finite")
+    if np.any(nn < 1) or np.any(k < 0) or np.any(k > nn):
+        raise ValueError("n must be >= 1 and successes must lie in [0, n]")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    z = float(_st.norm.ppf(0.5 + level / 2))
+    p = k / nn
+    centre = (p + z**2 / (2 * nn)) / (1 + z**2 / nn)
+    half = z * np.sqrt(p * (1 - p) / nn + z**2 / (4 * nn**2)) / (1 + z**2 / nn)
+    return np.asarray(np.clip(centre - half, 0.0, 1.0)), np.asarray(np.clip(centre + half, 0, 1))
+
+
+@dataclass(frozen=True)
+class KaplanMeier:
+    """The Kaplan-Meier estimate of a survival curve from right-censored times.
+
+    ``times`` are the distinct times at which an event was observed, ``survival[i]`` the
+    estimated probability that the event has not happened by ``times[i]`` (inclusive);
+    ``median`` the first time at which the survival is at most 1/2, ``nan`` when it never gets
+    there (more than half of the mass is censored: the median lies beyond the data).
+    """
+
+    times: np.ndarray
+    survival: np.ndarray
+    n: int
+    n_events: int
+    n_censored: int
+    median: float
+
+
+def kaplan_meier(time: object, observed: object) -> KaplanMeier:
+    """Kaplan-Meier estimate from ``time`` (when the event happened, or when observation
+    stopped) and ``observed`` (True: the event happened at ``time``; False: censored, the event
+    had not happened by ``time``). At equal times events are counted before censorings."""
+    t = _vec(time, "time")
+    obs = np.asarray(observed)
+    if obs.shape != t.shape or obs.dtype != bool:
+        raise ValueError(f"observed must be a boolean array of shape {t.shape}")
+    if t.size == 0:
+        raise ValueError("time must not be empty")
+    times = np.unique(t[obs])
+    surv, s = [], 1.0
+    for u in times:
+        at_risk = int(np.sum(t >= u))
+        s *= 1.0 - int(np.sum((t == u) & obs)) / at_risk
+        surv.append(s)
+    sv = np.array(surv)
+    below = np.flatnonzero(sv <= 0.5 + 1e-12)
+    median = float(times[below[0]]) if below.size else float("nan")
+    return KaplanMeier(times, sv, int(t.size), int(obs.sum()), int((~obs).sum()), median)
+
+
+@dataclass(frozen=True)
+class CensoredRankTrend:
+    """Kendall's tau-b between ``x`` and a right-censored time, with a permutation p-value
+    (see :func:`censored_rank_trend`)."""
+
+    tau: float
+    p_value_permutation: float
+    n: int
+    n_censored: int
+
+
+def censored_rank_trend(x: object, time: object, observed: object, *,
+                        n_permutations: int = 10_000, seed: int = 0) -> CensoredRankTrend:
+    """Does a time to an event grow with ``x``, when some times are censored?
+
+    Valid when every censored time is at least every observed one (censoring by a common cap
+    that no observed event exceeds): then each censored time is known to be longer than every
+    observed one, and only two censored times cannot be ordered. They are ranked as ties above
+    all observed times, and Kendall's tau-b between ``x`` and the ranks is exact for the known
+    order. The two-sided p-value permutes ``x``. ``ValueError`` when a censored time lies below
+    an observed time (the order of that pair is unknown).
+    """
+    xv, t = _vec(x, "x"), _vec(time, "time")
+    obs = np.asarray(observed)
+    if xv.shape != t.shape or obs.shape != t.shape or obs.dtype != bool:
+        raise ValueError("x, time and observed (boolean) must have equal length")
+    if t.size < 3:
+        raise ValueError(f"at least 3 points are needed, got {t.size}")
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    if np.ptp(xv) == 0 or np.ptp(t) == 0:
+        raise ValueError("x and time must each take at least two distinct values")
+    if np.any(~obs) and np.any(obs) and t[~obs].min() < t[obs].max():
+        raise ValueError("a censored time lies below an observed time: the order is unknown")
+    y = np.where(obs, t, t.max() + 1.0) if np.any(~obs) else t
+    iu = np.triu_indices(t.size, k=1)
+    sy = np.sign(y[:, None] - y[None, :])[iu]
+    tau = kendall_tau(xv, y)
+    nx = int(np.sum(xv[iu[0]] == xv[iu[1]]))
+    norm = math.sqrt(float(sy.size - nx) * float(sy.size - int(np.sum(sy == 0))))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, n_permutations, 1000):  # in blocks: memory O(1000 n^2)
+        xp = xv[np.argsort(rng.random((min(1000, n_permutations - start), t.size)), axis=1)]
+        taus = (np.sign(xp[:, iu[0]] - xp[:, iu[1]]) @ sy) / norm
+        hits += int(np.sum(np.abs(taus) >= abs(tau) - 1e-12))
+    p = float((1 + hits) / (n_permutations + 1))
+    return CensoredRankTrend(float(tau), p, int(t.size), int((~obs).sum()))
