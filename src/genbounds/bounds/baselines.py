@@ -1,9 +1,21 @@
-"""Baselines that the papers compare against.
+"""Baselines that the papers compare against, and the baseline every certificate is judged by.
 
-The norm-based bound of Edelman, Goel, Kakade & Zhang (ICML 2022), *Inductive Biases and
-Variable Creation in Self-Attention Mechanisms*, for one self-attention head read out at a
-[CLS] token, whose capacity grows with ``log T``. Trauger & Tewari (2024) present their
-sequence-length-independent bounds as an improvement on it.
+**The sample-split baseline** (chapter 07): :func:`split_binomial_certificate` is the certificate
+of a deterministic network trained on one part of the sample (the prior part of a
+data-dependent PAC-Bayes certificate) and counted on the other part: the exact one-sided binomial
+(Clopper-Pearson) upper limit of its ``k`` errors on the ``n`` bound points, at the ``delta``
+share the other certificates get. :func:`pac_bayes_kl_floor` is the smallest value the
+PAC-Bayes-kl certificate can take on the same bound points, at ``KL = 0``: with the chapter's
+``log(2 sqrt(n) G / delta)`` term it is above the split baseline at the same error for every
+``n`` (the binomial tail pays about ``log(1/delta)``). Both reuse
+:func:`genbounds.bounds.pac_bayes.binomial_tail_inverse` and :func:`genbounds.kl.kl_inverse_upper`.
+The split baseline is the registered test-set bound (``certificates.test_set.audited``) applied to
+the bound points; it is not registered a second time.
+
+**Edelman et al.'s bound.** The norm-based bound of Edelman, Goel, Kakade & Zhang (ICML 2022),
+*Inductive Biases and Variable Creation in Self-Attention Mechanisms*, for one self-attention
+head read out at a [CLS] token, whose capacity grows with ``log T``. Trauger & Tewari (2024)
+present their sequence-length-independent bounds as an improvement on it.
 
 What is implemented, and how sure we are
 -----------------------------------------
@@ -64,6 +76,7 @@ from __future__ import annotations
 import math
 from typing import Literal, NamedTuple
 
+from genbounds.bounds.pac_bayes import binomial_tail_inverse, pac_bayes_kl
 from genbounds.bounds.registry import (
     DUDLEY_C_BARTLETT_2017,
     Bound,
@@ -79,9 +92,97 @@ from genbounds.complexity import (
     _finite_guard,
     dudley_inverse_square,
 )
-from genbounds.validation import check_choice, check_int, check_positive
+from genbounds.validation import check_choice, check_int, check_positive, check_probability
 
-__all__ = ["edelman_log_covering_single_head", "edelman_rademacher_single_head"]
+__all__ = ["edelman_log_covering_single_head", "edelman_rademacher_single_head",
+           "pac_bayes_kl_floor", "split_binomial_certificate", "split_break_even_error"]
+
+
+# ================================================================== the sample-split baseline
+def split_binomial_certificate(errors: int, n_bound: int, delta: float) -> float:
+    """The sample-split certificate of a network fixed before the ``n_bound`` bound points.
+
+    A network trained on the prior part only does not depend on the bound part, so its number of
+    errors there is ``Bin(n_bound, L(h))`` and, with probability ``>= 1 - delta``,
+    ``L(h) <= max {p : P(Bin(n_bound, p) <= errors) >= delta}`` (Langford 2005, Thm 3.3; the
+    one-sided Clopper-Pearson limit ``Beta(1 - delta; errors + 1, n_bound - errors)``). Pass the
+    ``delta`` share the certificate it is compared with gets (``delta / 5`` in chapter 07).
+
+    Parameters
+    ----------
+    errors:
+        The network's errors on the bound points (an integer in ``[0, n_bound]``).
+    n_bound:
+        The number of bound points (``>= 1``).
+    delta:
+        Confidence share, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The upper limit on the network's risk, in ``[errors / n_bound, 1]``.
+    """
+    k = check_int(errors, "errors", minimum=0)
+    n = check_int(n_bound, "n_bound")
+    d = check_probability(delta, "delta")
+    if k > n:
+        raise ValueError(f"errors must be at most n_bound = {n}, got {k}")
+    return binomial_tail_inverse(k, n, d)
+
+
+def pac_bayes_kl_floor(empirical_risk: float, n: int, delta: float, *,
+                       grid_size: int = 1) -> float:
+    """The smallest PAC-Bayes-kl certificate reachable with ``n`` bound points: ``KL = 0``.
+
+    ``kl^{-1}_upper(empirical_risk, log(2 sqrt(n) grid_size / delta) / n)``, the value of
+    :func:`genbounds.bounds.pac_bayes.pac_bayes_kl` at ``kl_divergence = 0``. In chapter 07's
+    accounting ``delta`` is the PAC-Bayes share ``(1 - mc_share) * delta_total / 5`` and
+    ``grid_size`` the 32 prior variances; ``empirical_risk`` is the Gibbs error on the bound
+    points itself (the Monte Carlo bound above it only raises the certificate).
+
+    Parameters
+    ----------
+    empirical_risk:
+        Empirical risk in ``[0, 1]``.
+    n:
+        Bound points (``>= 8``, as the kl form needs).
+    delta:
+        Confidence share, in ``(0, 1)``.
+    grid_size:
+        Number of priors of the union bound (``>= 1``).
+    """
+    r = check_probability(empirical_risk, "empirical_risk", open_interval=False)
+    nn = check_int(n, "n", minimum=8)
+    d = check_probability(delta, "delta")
+    g = check_int(grid_size, "grid_size")
+    return pac_bayes_kl(r, 0.0, nn, d, grid_size=g)
+
+
+def split_break_even_error(errors: int, n_bound: int, delta_split: float, delta_pac_bayes: float,
+                           *, grid_size: int = 1) -> float:
+    """The Gibbs error on the bound points below which the PAC-Bayes-kl floor beats the split.
+
+    The largest ``q`` with ``pac_bayes_kl_floor(q, n_bound, delta_pac_bayes, grid_size) <=
+    split_binomial_certificate(errors, n_bound, delta_split)`` (bisection to ``1e-12``; the floor
+    increases in ``q``). A data-dependent PAC-Bayes certificate on the same bound points can be
+    below the split baseline only if its posterior's empirical Gibbs error is below this, with a
+    KL of zero; ``0.0`` when even a Gibbs error of 0 does not suffice. Arguments as in the two
+    functions above.
+    """
+    check_probability(delta_split, "delta_split")
+    check_probability(delta_pac_bayes, "delta_pac_bayes")
+    check_int(n_bound, "n_bound", minimum=8)
+    split = split_binomial_certificate(errors, n_bound, delta_split)
+    if pac_bayes_kl_floor(0.0, n_bound, delta_pac_bayes, grid_size=grid_size) > split:
+        return 0.0
+    lo, hi = 0.0, split
+    while hi - lo > 1e-12:
+        mid = 0.5 * (lo + hi)
+        if pac_bayes_kl_floor(mid, n_bound, delta_pac_bayes, grid_size=grid_size) <= split:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 _REF = ("Edelman, Goel, Kakade & Zhang 2022, single-head capacity bound (Sec. 4), "
         "reconstructed: Lemma 4.6 + Cor. A.7 + Lemma A.8")

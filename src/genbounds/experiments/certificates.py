@@ -83,7 +83,7 @@ from genbounds.validation import (
 
 __all__ = [
     "EXPERIMENT", "FAMILIES", "SEED_PAPERS", "CertificatesConfig", "CertUnit", "family_data",
-    "make_model", "run_unit", "units",
+    "make_model", "prior_split_errors", "run_unit", "units",
 ]
 
 FAMILIES: tuple[str, ...] = ("mnist_shallow", "fashion_shallow", "sparse_majority",
@@ -723,6 +723,41 @@ def run_unit(unit: CertUnit, progress: bool = False) -> dict[str, np.ndarray]:
         if progress:
             print(f"{unit.family} seed {j}: {r['wall_time_s']:.1f} s")
     return {k: np.array([row[k] for row in rows], dtype=np.float64) for k in rows[0]}
+
+
+def prior_split_errors(unit: CertUnit, j: int) -> dict[str, float]:
+    """The sample-split baseline's input for seed ``j``: the two prior means, retrained.
+
+    :func:`run_unit` trains two networks on the prior part only (the first
+    ``prior_fraction * n`` points) and stores their held-out errors, not their errors on the
+    bound part. This retrains both from the same initialisation, data and recipe (no random
+    draw enters them) and counts, for ``"data_prior"`` (Adam at 0.03) and ``"trained_gibbs"``
+    (the book's recipe), the loss summed over the bound points (``.bound_errors``: the number of
+    errors for a classifier, the summed clipped loss for regression) and the held-out mean
+    (``.test_error``, comparable with the unit's stored ``.prior_test_error``). Not part of
+    :func:`run_unit`: its outputs are not in the stored units.
+    """
+    if not isinstance(unit, CertUnit):
+        raise ValueError(f"unit must be a CertUnit, got {type(unit).__name__}")
+    check_int(j, "j", minimum=0)
+    torch.manual_seed(unit.seed_of(j, 2))
+    data = family_data(unit, j)
+    flat = _Flat(make_model(unit, data.X, unit.seed_of(j, 4)))
+    theta0 = flat.vector()
+    n_p = int(round(unit.prior_fraction * unit.n))
+    Xp, yp, Xb, yb = data.X[:n_p], data.y[:n_p], data.X[n_p:], data.y[n_p:]
+    priors = {
+        "data_prior": _fit(unit, flat, theta0, Xp, yp,
+                           adam_lr=3e-2 if unit.prior_optimizer == "adam" else None),
+        "trained_gibbs": _fit(unit, flat, theta0, Xp, yp)}
+    out: dict[str, float] = {"seed": float(j), "n_bound": float(Xb.shape[0]),
+                             "n_test": float(data.Xt.shape[0])}
+    for tag, theta in priors.items():
+        total = float(_mean_loss(unit, flat, theta[None], Xb, yb)[0]) * Xb.shape[0]
+        out[f"{tag}.bound_errors"] = total if unit.regression else float(round(total))
+        out[f"{tag}.test_error"] = float(_mean_loss(unit, flat, theta[None], data.Xt,
+                                                    data.yt)[0])
+    return out
 
 
 def _unit_work(u: CertUnit) -> float:
