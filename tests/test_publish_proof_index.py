@@ -1,14 +1,28 @@
-"""The proof index lists statements by their titles (tools/proof_index.py)."""
+"""The index of statements: numbered as the chapters show them, titles typeset, reading order.
+
+Two tools: ``tools/proof_index.py`` (the site's generated index, titles as plain text) and
+``tools/statement_index.py`` (the page ``book/statements.md``). The page is checked on a small
+fixture book built with Sphinx (three chapters, an appendix nested under one, statements whose
+alphabetical order is not their reading order, a title with math), and, when a built book is
+there, on ``_build/html``.
+"""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import proof_index  # noqa: E402
+import statement_index  # noqa: E402
 
 
 def test_titles_as_plain_text() -> None:
@@ -21,5 +35,157 @@ def test_titles_as_plain_text() -> None:
 
 def test_registered_in_the_book_config() -> None:
     config = (ROOT / "_config.yml").read_text()
-    assert "proof_index: tools/" in config
+    assert "proof_index: tools/" in config and "statement_index: tools/" in config
     assert "html_use_index: false" in config
+    page = (ROOT / "book" / "statements.md").read_text()
+    assert page.count("```{statement-index}") == 1
+
+
+def test_titles_keep_their_math() -> None:
+    assert statement_index.source_title(" (TT, Cor. 4.1.1 ($B$, tokens))") == \
+        "TT, Cor. 4.1.1 ($B$, tokens)"
+    parts = statement_index.title_nodes(r"Bound ($\lVert W\rVert_{1,1}\le B$) and $x$")
+    assert [type(p).__name__ for p in parts] == ["Text", "math", "Text", "math"]
+    assert parts[1].astext() == r"\lVert W\rVert_{1,1}\le B" and parts[3].astext() == "x"
+    assert [type(p).__name__ for p in statement_index.title_nodes("no math")] == ["Text"]
+
+
+FIXTURE = {
+    "conf.py": """
+        import sys
+        sys.path.insert(0, {tools!r})
+        extensions = ["myst_parser", "sphinx_proof", "statement_index"]
+        myst_enable_extensions = ["dollarmath"]
+        root_doc = "index"
+        exclude_patterns = ["_build"]
+        """,
+    "index.md": """
+        # A small book
+
+        ```{toctree}
+        :numbered: 1
+        alpha
+        beta
+        ```
+
+        ```{toctree}
+        statements
+        ```
+        """,
+    "alpha.md": """
+        # Alpha
+
+        ```{prf:theorem} Zeta comes first
+        :label: a-zeta
+
+        Text.
+        ```
+
+        ```{prf:lemma} A lemma
+        :label: a-lemma
+
+        Text.
+        ```
+
+        ```{prf:theorem} Bound ($\\lVert W\\rVert_{1,1}\\le B$)
+        :label: a-bound
+
+        Text.
+        ```
+
+        ```{prf:definition} Middle
+        :label: a-def
+
+        Text.
+        ```
+        """,
+    "beta.md": """
+        # Beta
+
+        ```{prf:theorem} Beta's theorem
+        :label: b-thm
+
+        Text.
+        ```
+
+        ```{toctree}
+        appendix
+        ```
+        """,
+    "appendix.md": """
+        # Appendix to Beta
+
+        ```{prf:theorem} In the appendix
+        :label: b-app
+
+        Text.
+        ```
+        """,
+    "statements.md": """
+        # Index of statements
+
+        ```{statement-index}
+        ```
+        """,
+}
+
+EXPECTED = [  # (page, anchor, name) in reading order
+    ("alpha.html", "a-zeta", "Theorem 1.1"), ("alpha.html", "a-lemma", "Lemma 1.1"),
+    ("alpha.html", "a-bound", "Theorem 1.2"), ("alpha.html", "a-def", "Definition 1.1"),
+    ("beta.html", "b-thm", "Theorem 2.1"), ("appendix.html", "b-app", "Theorem 2.2"),
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("fixture_book")
+    for name, text in FIXTURE.items():
+        (src / name).write_text(textwrap.dedent(text).format(tools=str(ROOT / "tools"))
+                                if name == "conf.py" else textwrap.dedent(text))
+    out = src / "_build" / "html"
+    res = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q", "-j", "1",
+                          str(src), str(out)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return out
+
+
+def test_fixture_index_is_numbered_in_reading_order(built: Path) -> None:
+    assert statement_index.read_index(built, "statements.html") == EXPECTED
+    assert statement_index.check_html(built, "statements.html") == []
+
+
+def test_fixture_index_groups_by_chapter_and_typesets_math(built: Path) -> None:
+    text = (built / "statements.html").read_text()
+    headings = re.findall(r"<h([23])>([^<]+)<a class=\"headerlink\"", text)
+    assert headings == [("2", "1. Alpha"), ("2", "2. Beta"), ("3", "Appendix to Beta")]
+    # the math is a MathJax span, not flattened text, and the page loads MathJax
+    assert '<span class="math notranslate nohighlight">\\(\\lVert W\\rVert_{1,1}\\le B\\)' \
+        in text
+    script = re.compile(r'<script[^>]*src="[^"]*mathjax[^"]*"', re.I)
+    assert script.search(text)
+    assert not script.search((built / "beta.html").read_text())  # a page without math: none
+    assert "<strong>Theorem 1.1</strong> (Zeta comes first)</a>" in text
+
+
+def test_check_html_finds_a_wrong_number(built: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "html"
+    shutil.copytree(built, copy)
+    page = copy / "statements.html"
+    text = page.read_text()
+    page.write_text(text.replace("<strong>Theorem 1.2</strong>", "<strong>Theorem 1.3</strong>"))
+    assert statement_index.check_html(copy, "statements.html") == [
+        "alpha.html#a-bound: the index says 'Theorem 1.3', the page 'Theorem 1.2'"]
+
+
+def test_the_built_book_agrees_with_its_chapters() -> None:
+    html_dir = ROOT / "_build" / "html"
+    if not (html_dir / "book" / "statements.html").exists():
+        pytest.skip("no built book in _build/html")
+    found = statement_index.read_index(html_dir)
+    assert len(found) > 100  # every statement of the book (about 140)
+    assert statement_index.check_html(html_dir) == []
+    chapters = [page for page, _, _ in found]
+    assert chapters.index("notebooks/01_foundations.html") == 0
+    # chapter by chapter: a page's entries are contiguous, pages in the table of contents' order
+    runs = [p for i, p in enumerate(chapters) if i == 0 or chapters[i - 1] != p]
+    assert runs == sorted(set(runs), key=runs.index) and len(runs) == len(set(runs))
