@@ -169,11 +169,12 @@ def test_colab_url_points_at_the_pages_branch() -> None:
 
 
 def _run_setup_cell(
-    source: str | None, tmp_path: Path, env_extra: dict[str, str]
+    source: str | None, tmp_path: Path, env_extra: dict[str, str],
+    origin: dict[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the set-up cell in a Python that cannot import genbounds and has a fake pip."""
     fake_pip = tmp_path / "fakepip"
-    (fake_pip / "pip").mkdir(parents=True)
+    (fake_pip / "pip").mkdir(parents=True, exist_ok=True)
     # a stand-in for `python -m pip install <source>`: records the call and "installs" genbounds
     (fake_pip / "pip" / "__main__.py").write_text(
         "import sys, pathlib\n"
@@ -185,7 +186,9 @@ def _run_setup_cell(
     )
     (fake_pip / "pip" / "__init__.py").write_text("")
     (tmp_path / "installed").mkdir(exist_ok=True)
-    code = colab.setup_cell_source(source)
+    if source is None and origin is None:  # a local build whose checkout is gone
+        origin = {"checkout": str(tmp_path / "gone"), "commit": None, "remote": None}
+    code = colab.setup_cell_source(source, origin=origin)
     env = {
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": f"{fake_pip}:{tmp_path / 'installed'}",
@@ -221,10 +224,42 @@ def test_setup_cell_source_override(tmp_path: Path) -> None:
 
 
 def test_setup_cell_without_repository_explains(tmp_path: Path) -> None:
-    res = _run_setup_cell(None, tmp_path, {})
+    """A locally built notebook away from its checkout stops with the exact commands."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    origin = {"checkout": "/home/me/book", "commit": commit,
+              "remote": "https://github.com/o/r.git"}
+    res = _run_setup_cell(None, tmp_path, {}, origin)
     assert res.returncode != 0
-    assert "GENBOUNDS_PIP_SOURCE" in res.stderr and "pip install -e ." in res.stderr
+    assert "/home/me/book, which is not on this machine" in res.stderr
+    assert (f"git clone https://github.com/o/r.git genbounds-book && cd genbounds-book && "
+            f"git checkout {commit}") in res.stderr
+    assert "python -m pip install -c requirements.txt '.[notebooks,mnist]'" in res.stderr
+    assert "GENBOUNDS_PIP_SOURCE" in res.stderr
     assert not (tmp_path / "pip-args.txt").exists()
+    # without a remote: install from a copy of the checkout
+    res = _run_setup_cell(None, tmp_path, {}, {**origin, "remote": None})
+    assert res.returncode != 0 and "from a copy of that checkout" in res.stderr
+
+
+def test_setup_cell_installs_from_the_building_checkout(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'genbounds'\n")
+    origin = {"checkout": str(checkout), "commit": None, "remote": None}
+    res = _run_setup_cell(None, tmp_path, {}, origin)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "pip-args.txt").read_text() == (
+        f"install --quiet {checkout}[notebooks,mnist] --constraint {checkout}/requirements.txt")
+    assert "genbounds 9.9" in res.stdout
+
+
+def test_local_origin_hides_credentials(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin",
+                    "https://user:secret@github.com/o/r.git"], check=True)
+    origin = colab.local_origin(tmp_path)
+    assert origin["remote"] == "https://github.com/o/r.git"
+    assert origin["checkout"] == str(tmp_path.resolve()) and origin["commit"] is None
 
 
 def test_setup_cell_skips_install_when_importable(tmp_path: Path) -> None:

@@ -4,6 +4,9 @@
   during the build) in its download menu, as ``_sources/<docname>.ipynb``.
 - After the build, ``colab/<docname>.ipynb`` is written next to the site for each such chapter
   (see ``tools/colab.py``): no outputs, and a first cell that installs ``genbounds``.
+- Both are plain Markdown (``tools/plain_notebook.py``): the glued values of the build
+  substituted, MyST directives as headed paragraphs, citations as text, so that they read in
+  Colab, plain Jupyter or VS Code as the page does.
 - When the build runs in GitHub Actions (``GITHUB_REPOSITORY`` is set), each chapter page gets an
   "Open in Colab" link to that notebook on the Pages branch, and the header gets the repository
   button. A build without it (a laptop) has no repository links at all.
@@ -18,6 +21,7 @@ from typing import Any
 
 import colab  # tools/colab.py: _config.yml puts tools/ on sys.path for local extensions
 import nbformat
+import plain_notebook
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
@@ -40,6 +44,18 @@ def _repository_options(app: Sphinx, config: Config) -> None:
     config.html_theme_options = opts
 
 
+_BOOKS: dict[str, plain_notebook.Book] = {}
+
+
+def _book(app: Sphinx) -> plain_notebook.Book:
+    """Titles, labels and bibliography of the book, read once per build."""
+    key = str(app.srcdir)
+    if key not in _BOOKS:
+        url = plain_notebook.pages_url(os.environ) if _repository(app.config) else None
+        _BOOKS[key] = colab.read_book(Path(app.srcdir), url=url)
+    return _BOOKS[key]
+
+
 def _executed_notebook(app: Sphinx, pagename: str) -> Path:
     return Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
 
@@ -55,10 +71,15 @@ def _notebook_buttons(
     # the executed notebook, with the set-up cell first (issue #26: a downloaded notebook runs
     # where genbounds is not installed, as the Colab one does)
     published = bool(_repository(app.config))
+    executed_nb = nbformat.read(executed, as_version=4)
+    # plain Markdown with the glued values of this very notebook (issue #35)
+    nb = plain_notebook.plain_notebook(executed_nb, _book(app), pagename,
+                                       plain_notebook.glue_values(executed_nb))
     nb = colab.with_setup_cell(
-        nbformat.read(executed, as_version=4),
+        nb,
         colab.repository_source() if published else None,
         colab.repository_constraints() if published else None,
+        None if published else colab.local_origin(Path(app.srcdir)),
     )
     nbformat.write(nb, target)
     context["ipynb_source"] = f"{pagename}.ipynb"
@@ -132,7 +153,9 @@ def _write_colab_notebooks(app: Sphinx, exception: Exception | None) -> None:
     published = _repository(app.config)
     source = colab.repository_source() if published else None
     constraints = colab.repository_constraints() if published else None
-    colab.write_colab_notebooks(Path(app.srcdir), outdir, source, constraints=constraints)
+    colab.write_colab_notebooks(Path(app.srcdir), outdir, source, constraints=constraints,
+                                executed_dir=outdir.parent / "jupyter_execute",
+                                url=_book(app).url)
     (outdir / ".nojekyll").touch()
 
 

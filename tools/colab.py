@@ -12,8 +12,14 @@ notebook runs in a fresh Colab runtime. Where it installs from:
   (``GITHUB_REPOSITORY``, ``GITHUB_SHA``, ``GITHUB_SERVER_URL``), never a branch, with its
   dependencies constrained to that commit's ``requirements.txt`` (``GENBOUNDS_PIP_CONSTRAINTS``
   overrides the constraints file);
-- a book built elsewhere has no repository: the cell then fails with a message saying how to
-  install the package.
+- a book built elsewhere (a laptop) has no public repository: the cell then installs the
+  package from the checkout that built the book when that directory is still there, and
+  otherwise stops with the exact commands that install it (clone at the building commit, or
+  ``pip install`` of that checkout), not a bare error (:func:`local_origin`).
+
+Every Markdown cell is plain Markdown (``tools/plain_notebook.py``): glued values substituted
+from the executed notebook of the build, MyST directives as headed paragraphs, citations as
+author-year text, so that Colab, plain Jupyter and VS Code show what the page shows.
 
 Chapters are discovered from ``_toc.yml``, so a chapter added there is published the same way.
 Run as a script to (re)write the notebooks of a built book::
@@ -27,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -34,6 +41,7 @@ from typing import Any
 
 import jupytext
 import nbformat
+import plain_notebook as plain
 import yaml
 
 SETUP_TAG = "genbounds-setup"
@@ -160,36 +168,85 @@ import genbounds
 print("genbounds", genbounds.__version__, "from", os.path.dirname(genbounds.__file__))"""
 
 _NO_SOURCE = """\
-    if _source is None:
-        raise RuntimeError(
-            "genbounds is not installed and this notebook was built without a repository: "
-            "run `pip install -e .` in a clone of the book's repository, or set "
-            "GENBOUNDS_PIP_SOURCE to a pip requirement for the package"
-        )
+    if _source is None:  # a book built without a public repository
+        _checkout = {checkout}
+        if os.path.isfile(os.path.join(_checkout, "pyproject.toml")):
+            print("installing genbounds from the checkout that built this notebook:", _checkout)
+            _source = _checkout
+            _constraints = _constraints or os.path.join(_checkout, "requirements.txt")
+        else:
+            raise RuntimeError({message})
 """
 
 
-def setup_cell_source(default_source: str | None, constraints: str | None = None) -> str:
+def local_origin(root: Path) -> dict[str, str | None]:
+    """Where a book built without a public repository came from: the checkout's absolute
+    path, its commit and its ``origin`` remote (None when not a git checkout or no remote)."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                                 text=True, check=False, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() or None if out.returncode == 0 else None
+
+    remote = git("remote", "get-url", "origin")
+    if remote:  # never a credential of the URL (https://user:token@host/...) into a notebook
+        remote = re.sub(r"^(\w+://)[^/@]+@", r"\1", remote)
+    return {"checkout": str(Path(root).resolve()), "commit": git("rev-parse", "HEAD"),
+            "remote": remote}
+
+
+def no_source_message(origin: dict[str, str | None]) -> str:
+    """What the set-up cell of a locally built notebook says when the package is missing and
+    the checkout that built it is not on this machine: the exact commands."""
+    extras = ",".join(NOTEBOOK_EXTRAS)
+    install = f"python -m pip install -c requirements.txt '.[{extras}]'"
+    lines = ["genbounds, the book's package, is not installed in this kernel, and this notebook "
+             f"was built from {origin['checkout']}, which is not on this machine."]
+    if origin.get("remote"):
+        commit = origin.get("commit")
+        lines.append("Install it from the repository, at the commit that built the notebook:")
+        lines.append(f"    git clone {origin['remote']} genbounds-book && cd genbounds-book"
+                     + (f" && git checkout {commit}" if commit else ""))
+        lines.append(f"    {install}")
+    else:
+        lines.append("Install it from a copy of that checkout: in its directory run")
+        lines.append(f"    {install}")
+    lines.append("then restart the kernel and run this cell again (or set GENBOUNDS_PIP_SOURCE "
+                 "to a pip requirement or a directory of the package: this cell installs it).")
+    return "\n".join(lines)
+
+
+def setup_cell_source(default_source: str | None, constraints: str | None = None,
+                      origin: dict[str, str | None] | None = None) -> str:
     """Code of the first cell: install genbounds (with its dependencies constrained to the
-    versions of ``constraints``, a requirements file) when it is not importable, then import it."""
+    versions of ``constraints``, a requirements file) when it is not importable, then import it.
+    Without ``default_source`` (a local build) it installs from the building checkout
+    (``origin``, :func:`local_origin`) when present, else stops saying exactly what to do."""
     cons = json.dumps(constraints) if constraints else "None"
     extras = ",".join(NOTEBOOK_EXTRAS)
     if default_source is None:
-        return _SETUP_CELL.format(default="None", constraints=cons, fallback=_NO_SOURCE,
+        origin = origin or {"checkout": str(Path(__file__).resolve().parent.parent),
+                            "commit": None, "remote": None}
+        fallback = _NO_SOURCE.format(checkout=json.dumps(origin["checkout"]),
+                                     message=json.dumps(no_source_message(origin)))
+        return _SETUP_CELL.format(default="None", constraints=cons, fallback=fallback,
                                   extras=extras)
     return _SETUP_CELL.format(default=json.dumps(default_source), constraints=cons, fallback="",
                               extras=extras)
 
 
 def with_setup_cell(nb: nbformat.NotebookNode, default_source: str | None,
-                    constraints: str | None = None) -> nbformat.NotebookNode:
+                    constraints: str | None = None,
+                    origin: dict[str, str | None] | None = None) -> nbformat.NotebookNode:
     """A copy of ``nb`` whose first cell is the set-up cell (tagged ``genbounds-setup`` and
     folded on a page), unless it already starts with one; its outputs are left as they are."""
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     first = nb.cells[0] if nb.cells else None
     if first is not None and SETUP_TAG in first.get("metadata", {}).get("tags", []):
         return nb
-    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source, constraints))
+    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source, constraints, origin))
     setup.metadata["tags"] = [SETUP_TAG, "hide-input"]
     nb.cells.insert(0, setup)
     for i, cell in enumerate(nb.cells):  # nbformat 4.5 cell ids, stable across rebuilds
@@ -199,9 +256,15 @@ def with_setup_cell(nb: nbformat.NotebookNode, default_source: str | None,
 
 
 def colab_notebook(path: Path, default_source: str | None,
-                   constraints: str | None = None) -> nbformat.NotebookNode:
-    """The chapter at ``path`` as an ``.ipynb`` without outputs, with the set-up cell first."""
+                   constraints: str | None = None,
+                   plain_with: tuple[plain.Book, str, dict[str, Any]] | None = None,
+                   origin: dict[str, str | None] | None = None) -> nbformat.NotebookNode:
+    """The chapter at ``path`` as an ``.ipynb`` without outputs, with the set-up cell first;
+    with ``plain_with`` = ``(book, docname, glued values)`` its Markdown is made plain."""
     nb = jupytext.read(Path(path))
+    if plain_with is not None:
+        book, docname, glue = plain_with
+        nb = plain.plain_notebook(nb, book, docname, glue)
     if not nb.metadata.get("kernelspec"):
         raise ValueError(f"path: {path} is not a notebook (no kernelspec)")
     nb.metadata.pop("jupytext", None)
@@ -216,7 +279,7 @@ def colab_notebook(path: Path, default_source: str | None,
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
-    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source, constraints))
+    setup = nbformat.v4.new_code_cell(setup_cell_source(default_source, constraints, origin))
     setup.metadata["tags"] = [SETUP_TAG]
     nb.cells.insert(0, setup)
     # cell ids are required by nbformat 4.5; make them stable so rebuilds are reproducible
@@ -227,14 +290,44 @@ def colab_notebook(path: Path, default_source: str | None,
     return nb
 
 
+def bib_files(root: Path) -> list[Path]:
+    """The bibliography files of the book (``bibtex_bibfiles`` in ``_config.yml``)."""
+    config = Path(root) / "_config.yml"
+    data = yaml.safe_load(config.read_text()) if config.exists() else {}
+    return [Path(root) / f for f in (data or {}).get("bibtex_bibfiles", [])]
+
+
+def read_book(root: Path, toc_path: Path | None = None, url: str | None = None) -> plain.Book:
+    """Titles, labels and bibliography of the book at ``root``, for plain notebooks."""
+    toc = toc_path if toc_path is not None else Path(root) / "_toc.yml"
+    bibs = bib_files(root)
+    book = plain.read_book(Path(root), toc_docnames(toc), bibs[0] if bibs else None, url)
+    for extra in bibs[1:]:
+        book.bib.update(plain.read_bib(extra))
+    return book
+
+
+def executed_glue(executed_dir: Path | None, docname: str) -> dict[str, Any]:
+    """The values glued in the build's executed notebook of ``docname`` ({} when none)."""
+    if executed_dir is None:
+        return {}
+    path = Path(executed_dir) / f"{docname}.ipynb"
+    return plain.glue_values(nbformat.read(path, as_version=4)) if path.exists() else {}
+
+
 def write_colab_notebooks(
     root: Path, outdir: Path, default_source: str | None = None, toc_path: Path | None = None,
-    constraints: str | None = None,
+    constraints: str | None = None, executed_dir: Path | None = None, url: str | None = None,
 ) -> list[Path]:
-    """Write ``outdir/colab/<docname>.ipynb`` for every notebook chapter; return their paths."""
+    """Write ``outdir/colab/<docname>.ipynb`` for every notebook chapter, in plain Markdown with
+    the values glued in ``executed_dir/<docname>.ipynb`` (the build's executed notebooks);
+    return their paths. ``url``: the published site, for links to other pages."""
     written = []
+    book = read_book(Path(root), toc_path, url)
+    origin = local_origin(Path(root)) if default_source is None else None
     for doc in notebook_docnames(Path(root), toc_path):
-        nb = colab_notebook(source_path(Path(root), doc), default_source, constraints)
+        nb = colab_notebook(source_path(Path(root), doc), default_source, constraints,
+                            (book, doc, executed_glue(executed_dir, doc)), origin)
         target = Path(outdir) / COLAB_DIR / f"{doc}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, target)
@@ -252,8 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="book root (with _toc.yml)")
     parser.add_argument("--outdir", type=Path, default=Path("_build/html"), help="built site")
     args = parser.parse_args(argv)
-    paths = write_colab_notebooks(args.root, args.outdir, repository_source(),
-                                  constraints=repository_constraints())
+    source = repository_source()
+    paths = write_colab_notebooks(args.root, args.outdir, source,
+                                  constraints=repository_constraints(),
+                                  executed_dir=args.outdir.parent / "jupyter_execute",
+                                  url=plain.pages_url(os.environ) if source else None)
     for p in paths:
         print(p)
     return 0
