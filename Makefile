@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 SITE   := _build/html
 export PYTHONHASHSEED := 0
 
-.PHONY: book test unit check-site colab-test student lab pdf bench results-paper clean
+.PHONY: book test unit check-site colab-test student instructors lab pdf bench results-paper clean
 
 # Installed in one hash-checked step: every wheel, platform-specific ones (torch, numpy, ...)
 # included, checked against its SHA-256 in requirements.lock (tools/lock.py writes it from
@@ -80,6 +80,11 @@ colab-test: $(STAMP) $(SITE)/index.html
 # _build/student/; fails if any solution text remains or a cell needs a solution's names.
 student: $(STAMP) $(SITE)/index.html
 	$(BIN)/python tools/student_edition.py
+
+# The instructors' edition, off the public site: worked solutions, grading key, exam set, schedule
+# and one page per chapter in _build/instructors/ (from instructors/ and the built book).
+instructors: $(STAMP) $(SITE)/index.html
+	$(BIN)/python tools/instructors_edition.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider
