@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -88,6 +88,42 @@ def _ceil(x: float) -> int:
 
 
 
+def _maurey_cover(eps: float, d: int, k: int, B_w: float, B_x: float, form: Form, *,
+                  columns: bool) -> BoundValue:
+    """Lemmas 3.3 (``columns``: Maurey on each of the ``d`` columns, ``2k + 1`` atoms) and 3.6
+    (Maurey on the flattened matrix, ``2dk + 1`` atoms): ``[d] K ln(atoms)``, ``K`` the number
+    of atoms (``ceil(B_w^2 B_x^2 / eps^2)`` audited, the ratio itself printed)."""
+    e = check_positive(eps, "eps")
+    d = check_int(d, "d")
+    k = check_int(k, "k")
+    bw = check_positive(B_w, "B_w")
+    bx = check_positive(B_x, "B_x")
+    check_choice(form, "form", _FORMS)
+    ratio = bw * bw * bx * bx / (e * e)
+    K = float(_ceil(ratio)) if form == "audited" else ratio
+    if columns:
+        log_atoms, atoms, x_norm, w_norm = math.log(2 * k + 1), "2k+1", "1", "{1,inf}"
+        terms = {"maurey_K": K, "columns_d": float(d), f"log_atoms_ln({atoms})": log_atoms}
+        value, lemma = d * K * log_atoms, "3.3"
+        assumptions: tuple[str, ...] = (
+            "W in R^{k x d} with largest column l1 norm <= B_w",
+            "inputs with ||x||_1 <= B_x (any number of them; Lemma 3.2)",
+            "cover in sup over inputs of ||(W - W_hat) x||_2")
+    else:
+        log_atoms, atoms, x_norm, w_norm = math.log(2 * d * k + 1), "2dk+1", "2", "{1,1}"
+        terms = {"maurey_K": K, f"log_atoms_ln({atoms})": log_atoms}
+        value, lemma = K * log_atoms, "3.6"
+        assumptions = ("W in R^{k x d} with entrywise l1 norm <= B_w", "inputs with ||x||_2 <= B_x")
+    return BoundValue(
+        kind=BoundKind.LOG_COVERING, value=value, terms=terms,
+        constants={"B_w": bw, "B_x": bx, "eps": e},
+        name=f"log covering number, ||W||_{w_norm} <= B_w, ||x||_{x_norm} <= B_x",
+        reference=f"{_TT}, Lemma {lemma}" + (" (ceiling restored)" if form == "audited" else ""),
+        assumptions=assumptions,
+    )
+
+
+
 # ============================================================================ Section 3
 def log_covering_l1inf(
     eps: float, *, d: int, k: int, B_w: float, B_x: float, form: Form = "audited"
@@ -122,30 +158,7 @@ def log_covering_l1inf(
         ``value`` = the bound on ``log N_inf``; ``terms`` = ``maurey_K`` (number of atoms),
         ``columns_d``, ``log_atoms_ln(2k+1)``.
     """
-    e = check_positive(eps, "eps")
-    d = check_int(d, "d")
-    k = check_int(k, "k")
-    bw = check_positive(B_w, "B_w")
-    bx = check_positive(B_x, "B_x")
-    check_choice(form, "form", _FORMS)
-    ratio = bw * bw * bx * bx / (e * e)
-    log_atoms = math.log(2 * k + 1)
-    K = float(_ceil(ratio)) if form == "audited" else ratio
-    value = d * K * log_atoms
-    return BoundValue(
-        kind=BoundKind.LOG_COVERING,
-        value=value,
-        terms={"maurey_K": K, "columns_d": float(d), "log_atoms_ln(2k+1)": log_atoms},
-        constants={"B_w": bw, "B_x": bx, "eps": e},
-        name="log covering number, ||W||_{1,inf} <= B_w, ||x||_1 <= B_x",
-        reference=f"{_TT}, Lemma 3.3" + (" (ceiling restored)" if form == "audited" else ""),
-        assumptions=(
-            "W in R^{k x d} with largest column l1 norm <= B_w",
-            "inputs with ||x||_1 <= B_x (any number of them; Lemma 3.2)",
-            "cover in sup over inputs of ||(W - W_hat) x||_2",
-        ),
-    )
-
+    return _maurey_cover(eps, d, k, B_w, B_x, form, columns=True)
 
 def log_covering_l21(
     eps: float, *, d: int, k: int, B_w: float, B_x: float, constant: float = 1.0
@@ -164,23 +177,9 @@ def log_covering_l21(
     constant and no further logarithmic factors; the default ``1.0`` is a choice, not a
     theorem.
 
-    Parameters
-    ----------
-    eps:
-        Resolution (``> 0``).
-    d, k:
-        Input and output dimension of ``W in R^{k x d}`` (``d k >= 2``).
-    B_w:
-        Bound on ``||W^T||_{2,1}`` (sum of the row l2 norms of ``W``).
-    B_x:
-        Bound on the l1 norm of the inputs.
-    constant:
-        The hidden constant of the ``<~`` (explicit; default 1).
-
-    Returns
-    -------
-    BoundValue
-        ``value = constant * B_w^2 B_x^2 ln(dk) / eps^2``.
+    Arguments as in :func:`log_covering_l1inf` (``d k >= 2``), with ``B_w`` the bound on
+    ``||W^T||_{2,1}`` (sum of the row l2 norms of ``W``) and ``constant`` the hidden constant
+    of the ``<~`` (explicit; default 1). ``value = constant * B_w^2 B_x^2 ln(dk) / eps^2``.
     """
     e = check_positive(eps, "eps")
     d = check_int(d, "d")
@@ -220,45 +219,11 @@ def log_covering_l11(
 
     The cover is uniform over the whole input ball (no ``N >= d`` condition is needed).
 
-    Parameters
-    ----------
-    eps:
-        Resolution (``> 0``).
-    d, k:
-        Input and output dimension of ``W in R^{k x d}``.
-    B_w:
-        Bound on ``||W||_{1,1}`` (sum of the absolute values of all entries).
-    B_x:
-        Bound on the l2 norm of the inputs.
-    form:
-        ``"audited"`` (with the ceiling) or ``"printed"``.
-
-    Returns
-    -------
-    BoundValue
-        ``value`` = the bound on ``log N_inf``; ``terms`` = ``maurey_K``, ``log_atoms_ln(2dk+1)``.
+    Arguments and result as in :func:`log_covering_l1inf`, with ``B_w`` the bound on
+    ``||W||_{1,1}`` (sum of the absolute values of all entries) and ``B_x`` the bound on the l2
+    norm of the inputs; ``terms`` = ``maurey_K``, ``log_atoms_ln(2dk+1)``.
     """
-    e = check_positive(eps, "eps")
-    d = check_int(d, "d")
-    k = check_int(k, "k")
-    bw = check_positive(B_w, "B_w")
-    bx = check_positive(B_x, "B_x")
-    check_choice(form, "form", _FORMS)
-    ratio = bw * bw * bx * bx / (e * e)
-    log_atoms = math.log(2 * d * k + 1)
-    K = float(_ceil(ratio)) if form == "audited" else ratio
-    return BoundValue(
-        kind=BoundKind.LOG_COVERING,
-        value=K * log_atoms,
-        terms={"maurey_K": K, "log_atoms_ln(2dk+1)": log_atoms},
-        constants={"B_w": bw, "B_x": bx, "eps": e},
-        name="log covering number, ||W||_{1,1} <= B_w, ||x||_2 <= B_x",
-        reference=f"{_TT}, Lemma 3.6" + (" (ceiling restored)" if form == "audited" else ""),
-        assumptions=(
-            "W in R^{k x d} with entrywise l1 norm <= B_w",
-            "inputs with ||x||_2 <= B_x",
-        ),
-    )
+    return _maurey_cover(eps, d, k, B_w, B_x, form, columns=False)
 
 
 # ============================================================================ Theorem 4.1
@@ -430,22 +395,48 @@ def rademacher_one_layer(
     return _one_layer_audited(m, d, B, cv, bx, Cv, C0v, sc, consts, delta, integral)
 
 
-def _printed_corollary(m: int, d: int, B: float, bx: float, alpha: float, c: float,
-                       subtract_log: bool) -> tuple[float, float, float]:
-    a = bx * math.sqrt(math.log(2 * d) / m)
-    root = math.sqrt(m) - (math.sqrt(math.log(2 * d)) if subtract_log else 0.0)
-    if root <= 0:
-        raise ValueError(f"m must exceed ln(2d) for the printed expression, got m={m}, d={d}")
-    first = bx**3 * alpha / math.sqrt(m) * (1.0 + math.log(root / (bx * bx * alpha)))
-    return 2 * B * c * (first + a), first, a
+#: The corollaries of Thm 4.1 differ only in the norm of ``W_QK`` and the covering lemma:
+#: ``norm -> (statement, token norm, W_QK hypothesis, name of the log factor)``.
+_COROLLARIES = {
+    "l11": ("Cor. 4.1.1", "||x||_2 <= B_x", "||W_QK||_{1,1} <= B_QK", "ln(2d^2+1)"),
+    "l1inf": ("Cor. D.0.1", "||x||_1 <= B_x", "||W_QK||_{1,inf} <= B_QK (largest column l1 norm)",
+              "ln(2d+1)"),
+    "l21": ("Cor. D.0.2", "||x||_1 <= B_x",
+            "||W_QK^T||_{2,1} <= B_QK (sum of row l2 norms of W_QK)", "ln(d^2)"),
+}
 
 
 def _one_layer_from_cover(
-    name: str, reference: str, printed_alpha: float, subtract_log: bool, token_norm: str,
-    qk_assumption: str, m: int, d: int, C: float, C0: float, *, B_w: float, B_Wc: float,
-    B_Wv: float, L_sigma: float, B_x: float, c: float, softmax_constant: float,
-    delta: DeltaChoice, integral: IntegralForm, form: Form, extra_consts: dict[str, float],
+    norm: str, m: int, d: int, *, B_w: float, B_Wc: float, B_Wv: float, L_sigma: float,
+    B_x: float, B_QK: float, c: float, softmax_constant: float, delta: DeltaChoice,
+    integral: IntegralForm, form: Form, lemma_constant: float = 1.0,
 ) -> BoundValue:
+    """A corollary of Thm 4.1 (``norm`` a key of ``_COROLLARIES``): the covering constants
+    ``C, C0`` of the ``W_QK`` class from its lemma, then :func:`rademacher_one_layer` (audited)
+    or the printed ``2 B c [(B_x^3 alpha/sqrt(m)) (1 + ln(root/(B_x^2 alpha))) + B_x
+    sqrt(ln(2d)/m)]`` with ``root = sqrt(m)``, less ``sqrt(ln 2d)`` for Cor. D.0.1 and D.0.2."""
+    statement, token_norm, qk_assumption, log_name = _COROLLARIES[norm]
+    d = check_int(d, "d", minimum=2 if norm == "l21" else 1)
+    bq = check_positive(B_QK, "B_QK")
+    bx = check_positive(B_x, "B_x")
+    extra_consts = {"B_QK": bq}
+    if norm == "l11":
+        ell = math.log(2 * d * d + 1)
+        C, C0, alpha = bq * bq * bx * bx * ell, ell, bq * math.sqrt(2 * ell)
+    elif norm == "l1inf":
+        ell = math.log(2 * d + 1)
+        C, C0, alpha = d * bq * bq * bx * bx * ell, d * ell, 2 * bq * math.sqrt(d * ell)
+    else:
+        kappa = check_positive(lemma_constant, "lemma_constant")
+        ell = math.log(d * d)
+        C, C0 = kappa * bq * bq * bx * bx * ell, 0.0
+        alpha = 2 * bq * math.sqrt(2 * math.log(d))
+    extra_consts[log_name] = ell
+    if norm == "l21":
+        extra_consts["lemma_4_6_constant"] = kappa
+    name = f"Rademacher complexity, one layer, {qk_assumption.split(' (')[0]}"
+    reference = f"{_TT}, {statement}"
+    assumptions = _one_layer_assumptions(token_norm) + (qk_assumption,)
     check_choice(form, "form", _FORMS)
     # the one place the corollaries' shared arguments are validated (both forms use them)
     m = check_int(m, "m")
@@ -454,36 +445,29 @@ def _one_layer_from_cover(
     c = check_positive(c, "c")
     if form == "printed":
         B = B_w * B_Wc * L_sigma * B_Wv
-        value, first, a = _printed_corollary(m, d, B, B_x, printed_alpha, c, subtract_log)
+        a = bx * math.sqrt(math.log(2 * d) / m)
+        root = math.sqrt(m) - (math.sqrt(math.log(2 * d)) if norm != "l11" else 0.0)
+        if root <= 0:
+            raise ValueError(f"m must exceed ln(2d) for the printed expression, got m={m}, d={d}")
+        first = bx**3 * alpha / math.sqrt(m) * (1.0 + math.log(root / (bx * bx * alpha)))
         # the printed expression is delta* (1 + ln(B_x / delta*)) with delta* = B_x^3 alpha /
         # sqrt(m): a minimum over (0, B_x] only when its log argument is >= 1
-        root = math.sqrt(m) - (math.sqrt(math.log(2 * d)) if subtract_log else 0.0)
-        admissible = B_x * B_x * printed_alpha <= root
+        admissible = bx * bx * alpha <= root
         return BoundValue(
             kind=BoundKind.RADEMACHER,
-            value=value, valid=admissible,
+            value=2 * B * c * (first + a), valid=admissible,
             regime="printed closed form inside its range (delta* <= B_x)" if admissible else
             "printed closed form outside its range (delta* > B_x): not a valid bound",
-            terms={"B": B, "alpha_printed": printed_alpha, "covering_term": first,
-                   "ln(2d)_term": a},
-            constants={"c": c, "symmetrisation_factor": 2.0, "B_x": B_x, **extra_consts},
-            name=name + " (printed expression)",
-            reference=reference + " as printed",
-            assumptions=_one_layer_assumptions(token_norm) + (qk_assumption,),
+            terms={"B": B, "alpha_printed": alpha, "covering_term": first, "ln(2d)_term": a},
+            constants={"c": c, "symmetrisation_factor": 2.0, "B_x": bx, **extra_consts},
+            name=name + " (printed expression)", reference=reference + " as printed",
+            assumptions=assumptions,
         )
     base = rademacher_one_layer(
-        m, d, C=C, C0=C0, B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma, B_x=B_x, c=c,
+        m, d, C=C, C0=C0, B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma, B_x=bx, c=c,
         softmax_constant=softmax_constant, delta=delta, integral=integral, form="audited")
-    return BoundValue(
-        kind=BoundKind.RADEMACHER,
-        value=base.value,
-        terms=base.terms,
-        constants={**base.constants, **extra_consts},
-        choices=base.choices, valid=base.valid, regime=base.regime,
-        name=name,
-        reference=reference + ", constants explicit",
-        assumptions=_one_layer_assumptions(token_norm) + (qk_assumption,),
-    )
+    return replace(base, constants={**base.constants, **extra_consts}, name=name,
+                   reference=reference + ", constants explicit", assumptions=assumptions)
 
 
 def rademacher_one_layer_l11(
@@ -502,29 +486,10 @@ def rademacher_one_layer_l11(
     gives ``alpha = 2 B_QK sqrt(ln(2d^2+1))`` instead (a factor ``sqrt 2``, absorbed by the
     ``O(.)``); the printed ``B = B_w B_Wc L_sigma B_Wc`` is a typo for ``... B_Wv``.
 
-    Parameters
-    ----------
-    m, d, B_w, B_Wc, B_Wv, L_sigma, B_x, c, softmax_constant, delta, integral, form:
-        As in :func:`rademacher_one_layer`.
-    B_QK:
-        Bound on the stated norm of ``W_QK``.
-
-    Returns
-    -------
-    BoundValue
-        As :func:`rademacher_one_layer`; ``constants`` add ``B_QK`` and the log factor.
+    Arguments and result as in :func:`rademacher_one_layer`, with ``B_QK`` the bound on the
+    stated norm of ``W_QK``; ``constants`` add ``B_QK`` and the log factor.
     """
-    d = check_int(d, "d")
-    bq = check_positive(B_QK, "B_QK")
-    bx = check_positive(B_x, "B_x")
-    ell = math.log(2 * d * d + 1)
-    return _one_layer_from_cover(
-        "Rademacher complexity, one layer, ||W_QK||_{1,1} <= B_QK",
-        f"{_TT}, Cor. 4.1.1", bq * math.sqrt(2 * ell), False, "||x||_2 <= B_x",
-        "||W_QK||_{1,1} <= B_QK", m, d, bq * bq * bx * bx * ell, ell,
-        B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma,
-        B_x=bx, c=c, softmax_constant=softmax_constant, delta=delta,
-        integral=integral, form=form, extra_consts={"B_QK": bq, "ln(2d^2+1)": ell})
+    return _one_layer_from_cover("l11", **locals())
 
 
 def rademacher_one_layer_l1inf(
@@ -542,30 +507,10 @@ def rademacher_one_layer_l1inf(
     Printed: ``alpha = 2 B_QK sqrt(d ln(2d+1))`` and the log argument
     ``(sqrt(m) - sqrt(ln 2d)) / (B_x^2 alpha)``; this substitution is exact.
 
-    Parameters
-    ----------
-    m, d, B_w, B_Wc, B_Wv, L_sigma, B_x, c, softmax_constant, delta, integral, form:
-        As in :func:`rademacher_one_layer`.
-    B_QK:
-        Bound on the stated norm of ``W_QK``.
-
-    Returns
-    -------
-    BoundValue
-        As :func:`rademacher_one_layer`; ``constants`` add ``B_QK`` and the log factor.
+    Arguments and result as in :func:`rademacher_one_layer`, with ``B_QK`` the bound on the
+    stated norm of ``W_QK``; ``constants`` add ``B_QK`` and the log factor.
     """
-    d = check_int(d, "d")
-    bq = check_positive(B_QK, "B_QK")
-    bx = check_positive(B_x, "B_x")
-    ell = math.log(2 * d + 1)
-    return _one_layer_from_cover(
-        "Rademacher complexity, one layer, ||W_QK||_{1,inf} <= B_QK",
-        f"{_TT}, Cor. D.0.1", 2 * bq * math.sqrt(d * ell), True, "||x||_1 <= B_x",
-        "||W_QK||_{1,inf} <= B_QK (largest column l1 norm)", m, d,
-        d * bq * bq * bx * bx * ell, d * ell,
-        B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma,
-        B_x=bx, c=c, softmax_constant=softmax_constant, delta=delta,
-        integral=integral, form=form, extra_consts={"B_QK": bq, "ln(2d+1)": ell})
+    return _one_layer_from_cover("l1inf", **locals())
 
 
 def rademacher_one_layer_l21(
@@ -584,34 +529,10 @@ def rademacher_one_layer_l21(
     Printed: ``alpha = 2 B_QK sqrt(2 ln d)`` with the log argument
     ``(sqrt(m) - sqrt(ln 2d)) / (B_x^2 alpha)``; exact given Lemma 3.4. ``d >= 2``.
 
-    Parameters
-    ----------
-    m, d, B_w, B_Wc, B_Wv, L_sigma, B_x, c, softmax_constant, delta, integral, form:
-        As in :func:`rademacher_one_layer`.
-    B_QK:
-        Bound on the stated norm of ``W_QK``.
-    lemma_constant:
-        The hidden constant of Lemma 3.4's ``<~`` (explicit; default 1).
-
-    Returns
-    -------
-    BoundValue
-        As :func:`rademacher_one_layer`; ``constants`` add ``B_QK`` and the log factor.
+    Arguments and result as in :func:`rademacher_one_layer`, with ``B_QK`` the bound on the
+    stated norm of ``W_QK``; ``constants`` add ``B_QK`` and the log factor.
     """
-    d = check_int(d, "d", minimum=2)
-    bq = check_positive(B_QK, "B_QK")
-    bx = check_positive(B_x, "B_x")
-    kappa = check_positive(lemma_constant, "lemma_constant")
-    ell = math.log(d * d)
-    return _one_layer_from_cover(
-        "Rademacher complexity, one layer, ||W_QK^T||_{2,1} <= B_QK",
-        f"{_TT}, Cor. D.0.2", 2 * bq * math.sqrt(2 * math.log(d)), True, "||x||_1 <= B_x",
-        "||W_QK^T||_{2,1} <= B_QK (sum of row l2 norms of W_QK)", m, d,
-        kappa * bq * bq * bx * bx * ell, 0.0,
-        B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma,
-        B_x=bx, c=c, softmax_constant=softmax_constant, delta=delta,
-        integral=integral, form=form,
-        extra_consts={"B_QK": bq, "ln(d^2)": ell, "lemma_4_6_constant": kappa})
+    return _one_layer_from_cover("l21", **locals())
 
 
 # ============================================================================ Section 4.2
@@ -866,6 +787,31 @@ def _l11_constants(L: int, d: int, k: int, B: float, B_x: float, form: str
     return B * B * ell, B * B * B_x * B_x * ell, a0, ell
 
 
+def _multilayer_l11(base: Callable[..., BoundValue], tails: tuple[str, str], *, L: int, d: int,
+                    k: int, B: float, B_x: float, form: Form, **rest: Any) -> BoundValue:
+    """Corollary 4.2.1: ``base`` (Thm 4.2's covering number or its Rademacher bound) with the
+    constants of Lemma 3.6 for every weight matrix; ``tails`` end the reference (printed,
+    audited)."""
+    d = check_int(d, "d")
+    k = check_int(k, "k")
+    L = check_int(L, "L")
+    check_choice(form, "form", _FORMS)
+    Bv = check_positive(B, "B")
+    bx = check_positive(B_x, "B_x")
+    c1, cb, a0, ell = _l11_constants(L, d, k, Bv, bx, form)
+    first = rest.pop("eps") if "eps" in rest else rest.pop("m")
+    res = base(first, L=L, C_1=c1, C_Bx=cb, B_x=bx, a0=a0, form=form, **rest)
+    return BoundValue(
+        kind=res.kind,
+        value=res.value, terms=res.terms,
+        constants={**res.constants, "B": Bv, "log_atoms": ell},
+        name=res.name + ", ||.||_{1,1} <= B",
+        reference=f"{_TT}, Cor. 4.2.1" + tails[form != "printed"],
+        assumptions=res.assumptions + ("every W_c, W_v, W_QK and w has ||.||_{1,1} <= B",),
+    )
+
+
+
 def log_covering_multilayer_l11(
     eps: float, *, L: int, d: int, k: int, B: float, B_x: float, B_c2: float, B_v2: float,
     B_qk2: float, B_w: float, L_sigma: float, form: Form = "audited",
@@ -877,25 +823,8 @@ def log_covering_multilayer_l11(
     ``a0 = L (2 ln(2dk+1) + ln(2d^2+1)) + ln(2d+1)`` (one ``ceil(t) <= t + 1`` per matrix), with
     the audited Theorem 4.2. Printed: TT's ``gamma, eta`` with ``ln(2dk+1)``.
     """
-    d = check_int(d, "d")
-    k = check_int(k, "k")
-    L = check_int(L, "L")
-    check_choice(form, "form", _FORMS)
-    Bv = check_positive(B, "B")
-    bx = check_positive(B_x, "B_x")
-    c1, cb, a0, ell = _l11_constants(L, d, k, Bv, bx, form)
-    res = log_covering_multilayer(eps, L=L, C_1=c1, C_Bx=cb, B_c2=B_c2, B_v2=B_v2,
-                                  B_qk2=B_qk2, B_w=B_w, L_sigma=L_sigma, B_x=bx, a0=a0,
-                                  form=form)
-    return BoundValue(
-        kind=res.kind,
-        value=res.value, terms=res.terms,
-        constants={**res.constants, "B": Bv, "log_atoms": ell},
-        name=res.name + ", ||.||_{1,1} <= B",
-        reference=f"{_TT}, Cor. 4.2.1" + (" as printed" if form == "printed" else
-                                           ", corrected constants"),
-        assumptions=res.assumptions + ("every W_c, W_v, W_QK and w has ||.||_{1,1} <= B",),
-    )
+    return _multilayer_l11(log_covering_multilayer, (" as printed", ", corrected constants"),
+                           **locals())
 
 
 def rademacher_multilayer_l11(
@@ -905,24 +834,7 @@ def rademacher_multilayer_l11(
 ) -> BoundValue:
     """Rademacher complexity from Corollary 4.2.1 and Dudley's integral (see
     :func:`rademacher_multilayer`)."""
-    d = check_int(d, "d")
-    k = check_int(k, "k")
-    L = check_int(L, "L")
-    check_choice(form, "form", _FORMS)
-    Bv = check_positive(B, "B")
-    bx = check_positive(B_x, "B_x")
-    c1, cb, a0, ell = _l11_constants(L, d, k, Bv, bx, form)
-    res = rademacher_multilayer(m, L=L, C_1=c1, C_Bx=cb, B_c2=B_c2, B_v2=B_v2, B_qk2=B_qk2,
-                                B_w=B_w, L_sigma=L_sigma, B_x=bx, c=c, a0=a0, delta=delta,
-                                integral=integral, form=form)
-    return BoundValue(
-        kind=res.kind,
-        value=res.value, terms=res.terms,
-        constants={**res.constants, "B": Bv, "log_atoms": ell},
-        name=res.name + ", ||.||_{1,1} <= B",
-        reference=f"{_TT}, Cor. 4.2.1 + Dudley's integral",
-        assumptions=res.assumptions + ("every W_c, W_v, W_QK and w has ||.||_{1,1} <= B",),
-    )
+    return _multilayer_l11(rademacher_multilayer, (" + Dudley's integral",) * 2, **locals())
 
 
 # ============================================================================ Section 2.3
