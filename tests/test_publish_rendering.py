@@ -89,6 +89,41 @@ FAULTS = {
     "warning_output": ("Python warning in an output",
                        '<div class="cell"><div class="cell_output"><pre>/x.py:3: RuntimeWarning:'
                        " invalid value encountered in divide</pre></div></div>"),
+    # a table as pandas shows it: Python's booleans, e-notation, ASCII-TeX labels
+    "cell_bool": ("Python True/False", "<table><tr><th>holds</th><th>bound</th></tr>"
+                  "<tr><td>True</td><td>0.25</td></tr></table>"),
+    "cell_bool_list": ("Python True/False", "<table><tr><td>[True, False]</td></tr></table>"),
+    "cell_e_notation": ("e-notation", "<table><tr><td>1.39e+04</td></tr></table>"),
+    "cell_e_short": ("e-notation", "<table><tr><th>lr</th></tr><tr><td>1e-05</td></tr></table>"),
+    "cell_norm": ("ASCII-TeX", "<table><tr><th>||W_c||_{1,inf}</th></tr>"
+                  "<tr><td>7.6</td></tr></table>"),
+    "cell_sqrt": ("ASCII-TeX", "<table><tr><td>sqrt(T + 1) x rate</td></tr></table>"),
+    "cell_power": ("ASCII-TeX", "<table><tr><td>n^{-1/2}</td></tr></table>"),
+    "cell_command": ("ASCII-TeX", "<table><tr><td>\\Psi(x)</td></tr></table>"),
+    # an inline formula wider than the proof box that clips it (no page overflow)
+    "cut_inline_clipped": ("inline formula", '<div class="proof" style="overflow: hidden">'
+                           '<p>So <span class="math">\\(' + " + ".join(
+                               f"b_{{{i}}}" for i in range(70)) + "\\)</span>.</p></div>"),
+    # wider than its table cell
+    "cut_inline_cell": ("inline formula", '<table style="table-layout: fixed; width: 300px">'
+                        '<tr><td style="overflow: hidden">so <span class="math">\\('
+                        + " + ".join(f"c_{{{i}}}" for i in range(40)) + "\\)</span></td>"
+                        "</tr></table>"),
+}
+
+#: pages that must pass: what the formatter prints, and things the new checks must not flag
+CLEAN = {
+    "clean_cells": (
+        "<table><tr><th>setting</th><th>holds</th><th>bound</th>"
+        '<th><span class="math">\\(\\|W_c\\|_{1,\\infty}\\)</span></th><th>code</th></tr>'
+        "<tr><td>False positives are rare; True to the paper</td><td>\u2713</td>"
+        "<td>1.39 \u00d7 10\u2074</td><td>\u22122.50</td><td><code>x_{i} ** 2</code></td></tr>"
+        "<tr><td>e.g. 3 epochs, version 2e</td><td>\u2717</td><td>12,345</td><td>0.00123</td>"
+        "<td>model 4e</td></tr></table>"
+        '<p>A short formula <span class="math">\\(a + b\\)</span> fits its line.</p>'
+        '<div class="proof" style="overflow: hidden"><p>And <span class="math">\\('
+        + " + ".join(f"d_{{{i}}}" for i in range(8)) + "\\)</span> fits its box.</p></div>"
+    ),
 }
 
 
@@ -96,7 +131,9 @@ FAULTS = {
 READER_FINDINGS = {"shrunk_image", "wide_table", "wide_table_in_box", "tex_word",
                    "nan_output", "warning_output", "empty_output", "wide_code", "wide_output",
                    "cut_equation", "bare_reference", "tall_page", "phone_scroll",
-                   "code_name_table", "code_name_svg"}
+                   "code_name_table", "code_name_svg", "cell_bool", "cell_bool_list",
+                   "cell_e_notation", "cell_e_short", "cell_norm", "cell_sqrt", "cell_power",
+                   "cell_command", "cut_inline_clipped", "cut_inline_cell"}
 #: the page budget of the fixture site (the fault page is 6,000 px tall, the others < 2,000)
 BUDGET_PX = 5000
 
@@ -127,12 +164,12 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, cr.PageResult]
         '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="100">'
         '<text x="10" y="50" style="font-size: 12px">pacbayes.mag.init</text></svg>')
     wide = "a long table row that scrolls inside its container " * 8
-    pages = {"good": ""} | {name: body for name, (_, body) in FAULTS.items()}
+    pages = {"good": ""} | {name: body for name, (_, body) in FAULTS.items()} | CLEAN
     for name, body in pages.items():
         (site / f"{name}.html").write_text(PAGE.format(title=name, prefix="", wide=wide, body=body))
     (site / "index.html").write_text('<meta http-equiv="refresh" content="0; url=good.html">')
     toc = site / "_toc.yml"
-    chapters = "".join(f"  - file: {name}\n" for name in FAULTS)
+    chapters = "".join(f"  - file: {name}\n" for name in [*FAULTS, *CLEAN])
     toc.write_text(f"format: jb-book\nroot: good\nchapters:\n{chapters}")
     results = cr.run(site, site / "shots", toc, width=1000, height=700, mathjax_timeout_s=60,
                      budget_px=BUDGET_PX)
@@ -144,6 +181,13 @@ def test_clean_page_passes(report: dict[str, cr.PageResult]) -> None:
     assert good.errors == [] and good.findings == []
     assert good.mathjax.startswith("3.")  # served from the site, no network
     assert good.math_count == 1 and good.image_count == 1
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_clean_tables_and_inline_math_pass(report: dict[str, cr.PageResult], name: str) -> None:
+    page = report[name]
+    assert page.math_count >= 3 and page.errors == [] and page.findings == [], (
+        page.errors, page.findings)
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))

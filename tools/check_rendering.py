@@ -19,7 +19,11 @@ MathJax (served from the site itself, as on an offline copy), and fails when a p
   ``expect-nan`` / ``expect-warning`` (and the text says why).
 
 - a visible code block or a printed output wider than its column (behind a scrollbar), a display
-  equation wider than its column, a reference rendered without its number or title ("Lemma ,"),
+  equation wider than its column, an inline formula wider than its line (past the edge of the
+  paragraph, proof, admonition or table cell that holds it: cut off or clipped), a table cell
+  that shows Python's ``True`` / ``False``, e-notation (``1.39e+04``) or ASCII-TeX (``||W||``,
+  ``_{``, ``^{``, ``sqrt(``, a ``\\command`` outside MathJax; :mod:`genbounds.tables` formats
+  tables for people), a reference rendered without its number or title ("Lemma ,"),
   a page taller than :data:`PAGE_BUDGET_PX` at 1,280 px, sideways scrolling at a 390 px phone
   viewport (:data:`PHONE`, device emulation; a screenshot of its first screen goes to
   ``<out>/phone/``), an empty list printed as a result, and a figure or table label that shows
@@ -81,8 +85,8 @@ const describe = (el) => {
 const out = {mathErrors: [], unrendered: [], rawTex: [], brokenImages: [], links: [],
              overflow: [], external: [], pageOverflow: 0, mathCount: 0, imageCount: 0,
              shrunk: [], wideTables: [], texWords: [], badOutputs: [], wideCode: [],
-             wideOutputs: [], cutEquations: [], bareRefs: [], labels: [], svgImages: [],
-             height: 0};
+             wideOutputs: [], cutEquations: [], cutInline: [], tableCells: [], bareRefs: [],
+             labels: [], svgImages: [], height: 0};
 // a reader-facing exception is marked on the element or an ancestor with class "full-width"
 const marked = (el) => el.closest('.full-width') !== null;
 for (const el of document.querySelectorAll('mjx-merror, [data-mjx-error]')) {
@@ -190,6 +194,47 @@ for (const c of article.querySelectorAll('mjx-container[display="true"]')) {
     const tex = (c.parentElement && c.parentElement.getAttribute('data-tex')) || '';
     out.cutEquations.push(`${Math.round(w - avail)}px cut: ${describe(c.parentElement || c)
       .slice(0, 90)}${tex}`);
+  }
+}
+// inline formulas wider than their line: past the right edge of the narrowest box holding them
+// (a paragraph, a list item, a proof or admonition, a table cell), so cut off or clipped
+const rightEdge = (p) => p.getBoundingClientRect().left + p.clientLeft + p.clientWidth;
+for (const c of article.querySelectorAll('mjx-container:not([display="true"])')) {
+  if (!visible(c) || marked(c)) continue;
+  const r = (c.querySelector('mjx-math') || c).getBoundingClientRect();
+  if (r.width === 0) continue;
+  const stop = c.closest('td, th') || article;  // in a table: its own cell
+  let edge = rightEdge(stop);
+  for (let p = c.parentElement; p && p !== stop && stop.contains(p); p = p.parentElement) {
+    if (p.clientWidth > 0) edge = Math.min(edge, rightEdge(p));
+  }
+  if (r.right > edge + 1) {
+    const host = c.closest('p, li, dd, dt, td, th, figcaption, div') || c.parentElement || c;
+    const tex = (c.parentElement && c.parentElement.getAttribute('data-tex')) || '';
+    out.cutInline.push(`${Math.round(r.right - edge)}px cut: ${describe(host).slice(0, 90)}`
+      + tex);
+  }
+}
+// table cells as a reader sees them (MathJax and code set aside): Python's True / False,
+// e-notation, or ASCII-TeX (||W||, _{...}, ^{...}, sqrt(, a \command outside MathJax)
+const cellFaults = [
+  ['Python True/False', /(^|[\[(,;]\s*)(True|False)(?=\s*([\]),;]|$))/],
+  ['e-notation', /(^|[^\w.])[-+\u2212]?\d+(\.\d+)?[eE][-+]?\d+(?![\w.])/],
+  ['ASCII-TeX', /\|\||[_^]\{|\bsqrt\(|\\[A-Za-z]+/],
+];
+for (const cell of article.querySelectorAll('table td, table th')) {
+  if (!visible(cell) || marked(cell)) continue;
+  const c = cell.cloneNode(true);
+  c.querySelectorAll('mjx-container, .math, code, kbd, samp, pre, script').forEach((e) =>
+    e.remove());
+  const t = (c.textContent || '').replace(/\s+/g, ' ').trim();
+  for (const [what, re] of cellFaults) {
+    const m = t.match(re);
+    if (m) {
+      out.tableCells.push(`${what} "${m[0].trim().slice(0, 30)}" in a table cell: `
+        + `"${t.slice(0, 60)}"`);
+      break;
+    }
   }
 }
 // references that lost their number or title: "Lemma " then punctuation, or a bare "Lemma" link
@@ -310,6 +355,8 @@ FINDINGS: dict[str, str] = {
     "wide-code": "a visible code block wider than its column (behind a scrollbar)",
     "wide-output": "a printed output wider than its column (behind a scrollbar)",
     "cut-equation": "a display equation wider than its column (cut off or scrolled)",
+    "cut-inline-math": "an inline formula wider than its line (cut off or clipped by its box)",
+    "unformatted-cell": "a table cell showing Python True/False, e-notation or ASCII-TeX",
     "bare-reference": "a reference rendered without number or title ('Lemma ,')",
     "tall-page": "a page taller than the budget at 1,280 px",
     "phone-scroll": "a page that scrolls sideways at a 390 px phone viewport",
@@ -651,6 +698,8 @@ def check_page(
     result.add("wide-code", [f"code cell {e}" for e in info["wideCode"]])
     result.add("wide-output", [f"printed output {e}" for e in info["wideOutputs"]])
     result.add("cut-equation", [f"display equation {e}" for e in info["cutEquations"]])
+    result.add("cut-inline-math", [f"inline formula {e}" for e in info["cutInline"]])
+    result.add("unformatted-cell", info["tableCells"])
     result.add("bare-reference", [f"reference without number or title: {e}"
                                   for e in info["bareRefs"]])
     result.height = int(info["height"])
