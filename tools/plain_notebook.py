@@ -425,11 +425,11 @@ def _directive(ch: _Chapter, name: str, arg: str, options: dict[str, str],
         if "label" in options:
             ch.solutions[options["label"]] = f"Exercise {ch.exercises}"
         title = f"**Exercise {ch.exercises}**" + (f" ({_inline(ch, arg)})" if arg else "")
-        return [*anchor, title, "", *inner]
+        return [*anchor, title, *([""] if inner else []), *inner]
     if name in ("solution", "solution-start"):
         target = arg.split()[0] if arg else ""
         which = ch.solutions.get(target) or ch.book.labels.get(target, ("", target))[1]
-        return [*anchor, f"**Solution to {which}**", "", *inner]
+        return [*anchor, f"**Solution to {which}**", *([""] if inner else []), *inner]
     if name in ("exercise-end", "solution-end"):
         return []
     if name == "prf:proof":
@@ -546,6 +546,28 @@ def plain_notebook(nb: nbformat.NotebookNode, book: Book, docname: str,
     return nb
 
 
+_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})(?!`*\{)")
+_SPAN = re.compile(r"(?<![}`])(`+)(?!\{)[^`]*?\1(?!`)")
+
+
+def _without_code(text: str) -> str:
+    """``text`` less its fenced code blocks and code spans (a role's backticks, right after
+    ``{name}``, are kept)."""
+    kept, fence = [], ""
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
+                    and not line.strip(" \t>")[len(m.group(1)):].strip():
+                fence = ""
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        kept.append(_SPAN.sub("", line))
+    return "\n".join(kept)
+
+
 def myst_leftovers(nb: nbformat.NotebookNode | Mapping[str, Any]) -> list[str]:
     """``"cell N: <what>: <excerpt>"`` for every MyST role, directive fence, glue or target
     left in the notebook's Markdown cells (code spans and code fences are skipped)."""
@@ -553,11 +575,9 @@ def myst_leftovers(nb: nbformat.NotebookNode | Mapping[str, Any]) -> list[str]:
     for index, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "markdown":
             continue
-        text = _text(cell["source"])
+        text = _without_code(_text(cell["source"]))
         for what, pattern in LEFTOVERS:
             for m in pattern.finditer(text):
                 excerpt = text[max(0, m.start() - 20):m.end() + 30].replace("\n", " ")
                 found.append(f"cell {index}: {what}: ...{excerpt}...")
     return found
-
-

@@ -1,0 +1,295 @@
+"""Publishing: the downloadable and Colab notebooks read outside Jupyter Book (plain Markdown).
+
+A fixture chapter with every kind of MyST the chapters use (glue roles with format specs, glued
+Markdown, statements, proofs, exercises and solutions split over cells, citations with a key
+prefix, references, targets, labelled equations, a bibliography) is published as the build
+publishes it (``colab.write_colab_notebooks`` with the executed notebook's glued values), and
+every Markdown cell is searched for MyST leftovers; the real chapters are converted too (their
+labels, citations and documents must all resolve).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from myst_nb.core.variables import format_plain_text as myst_nb_format
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import colab  # noqa: E402
+import plain_notebook as pn  # noqa: E402
+
+CHAPTER = textwrap.dedent(
+    """\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+        format_version: 0.13
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+
+    # A chapter
+
+    (ch-goals)=
+    ## Goals
+
+    The rate is {glue:text}`rate:.3f` and the count {glue:text}`count`; as
+    {cite:t}`ch-smith2020` show {cite:p}`ch-smith2020,ch-doe2021`. See {ref}`ch-goals`,
+    {prf:ref}`ch-thm`, {doc}`../book/intro` and {ref}`the lemma <other-lem>`.
+    {glue:md}`summary:myst`
+
+    % a comment the reader must not see
+
+    ```{prf:theorem} A bound
+    :label: ch-thm
+
+    For all $n$, $a_n \\le {glue:text}`rate:.1f`$.
+    ```
+
+    ```{prf:proof}
+    By induction.
+    ```
+
+    $$
+    x = 1
+    $$ (ch-eq)
+
+    :::{admonition} Key result
+    :class: dropdown
+    ```{note}
+    Nested, with code:
+    ```
+    ```python
+    print("{cite:t}`not-a-role-in-code`")
+    ```
+    :::
+
+    ```{code-cell} ipython3
+    from myst_nb import glue
+    glue("rate", 0.123456)
+    ```
+
+    ```{exercise-start}
+    :label: ex-ch-1
+    :class: dropdown
+    ```
+
+    Compute it.
+
+    ```{code-cell} ipython3
+    x = 1  # your turn
+    ```
+
+    ```{exercise-end}
+    ```
+
+    ```{solution-start} ex-ch-1
+    :class: dropdown
+    ```
+
+    It is 1.
+
+    ```{solution-end}
+    ```
+
+    ## References
+
+    :::{dropdown} The works cited
+    ```{bibliography}
+    :filter: docname in docnames
+    :keyprefix: ch-
+    ```
+    :::
+    """
+)
+
+OTHER = textwrap.dedent(
+    """\
+    # Another page
+
+    ```{prf:lemma} Other
+    :label: other-lem
+
+    Text.
+    ```
+    """
+)
+
+BIB = textwrap.dedent(
+    """\
+    @article{smith2020,
+      author = {Smith, Ann and Jones, Bob},
+      title = {A Paper on {B}ounds},
+      journal = {Journal},
+      year = {2020},
+    }
+    @article{doe2021,
+      author = {Doe, Jane and Roe, Rick and Poe, Edgar},
+      title = {Another},
+      journal = {Journal},
+      year = {2021},
+    }
+    """
+)
+
+
+def _glued(name: str, data: dict[str, str]) -> nbformat.NotebookNode:
+    """A display output as MyST-NB's ``glue(name, value)`` writes it."""
+    return nbformat.v4.new_output(
+        "display_data", data={f"{pn.GLUE_PREFIX}{k}": v for k, v in data.items()},
+        metadata={"scrapbook": {"name": name, "mime_prefix": pn.GLUE_PREFIX}})
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    """A book with one chapter, another page, a bibliography and an executed notebook."""
+    (tmp_path / "book").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "book" / "intro.md").write_text("# The introduction\n")
+    (tmp_path / "book" / "other.md").write_text(OTHER)
+    (tmp_path / "book" / "references.bib").write_text(BIB)
+    (tmp_path / "notebooks" / "01_a.md").write_text(CHAPTER)
+    (tmp_path / "_config.yml").write_text("bibtex_bibfiles:\n  - book/references.bib\n")
+    (tmp_path / "_toc.yml").write_text(textwrap.dedent(
+        """\
+        format: jb-book
+        root: book/intro
+        chapters:
+          - file: notebooks/01_a
+          - file: book/other
+        """))
+    executed = jupytext.read(tmp_path / "notebooks" / "01_a.md")
+    code = next(c for c in executed.cells if c.cell_type == "code")
+    code.outputs = [
+        _glued("rate", {"text/plain": "0.123456"}),
+        _glued("count", {"text/plain": "'12,345'"}),
+        _glued("summary", {"text/plain": "<IPython.core.display.Markdown object>",
+                           "text/markdown": "All **fine**, as {prf:ref}`ch-thm` says."}),
+    ]
+    out = tmp_path / "_build" / "jupyter_execute" / "notebooks"
+    out.mkdir(parents=True)
+    nbformat.write(executed, out / "01_a.ipynb")
+    return tmp_path
+
+
+def _published(book: Path, url: str | None = None) -> nbformat.NotebookNode:
+    site = book / "_build" / "html"
+    [path] = colab.write_colab_notebooks(book, site, None,
+                                         executed_dir=book / "_build" / "jupyter_execute",
+                                         url=url)
+    return nbformat.read(path, as_version=4)
+
+
+def _markdown(nb: nbformat.NotebookNode) -> str:
+    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_the_source_has_myst_and_the_published_notebook_has_none(book: Path) -> None:
+    source = jupytext.read(book / "notebooks" / "01_a.md")
+    found = pn.myst_leftovers(source)
+    for what in ("role", "directive fence", "glue", "target"):  # the check sees each kind
+        assert any(f": {what}: " in f for f in found), what
+    nb = _published(book)
+    assert pn.myst_leftovers(nb) == []
+
+
+def test_glued_values_are_substituted_as_the_page_shows_them(book: Path) -> None:
+    text = _markdown(_published(book))
+    assert "The rate is 0.123 and the count 12,345;" in text
+    assert r"$a_n \le 0.1$" in text  # inside a statement, in math
+    # glued Markdown is itself made plain
+    assert "All **fine**, as [Theorem (A bound)](#ch-thm) says." in text
+
+
+@pytest.mark.parametrize("text, spec", [("0.123456", ".3f"), ("0.123456", ".1%"),
+                                        ("12", "d"), ("'12,345'", ""), ("1234567.0", ",.0f"),
+                                        ("'abc'", "s"), ("3", ".2e")])
+def test_format_spec_is_applied_as_myst_nb_applies_it(text: str, spec: str) -> None:
+    assert pn.format_plain_text(text, spec) == myst_nb_format(text, spec)
+
+
+def test_statements_exercises_and_citations(book: Path) -> None:
+    nb = _published(book)
+    text = _markdown(nb)
+    assert '<a id="ch-thm"></a>\n\n> **Theorem (A bound).**\n>\n> For all $n$' in text
+    assert "> *Proof.*\n>\n> By induction.\n>\n> ∎" in text
+    assert "as\nSmith and Jones [2020] show [Smith and Jones, 2020; Doe et al., 2021]." in text
+    assert "[Goals](#ch-goals)" in text and "*The introduction*" in text
+    assert "the lemma (in *Another page*)" in text
+    assert "**Exercise 1**\n\nCompute it." in text
+    assert "**Solution to Exercise 1**\n\nIt is 1." in text
+    assert "$$\nx = 1\n$$" in text and "(ch-eq)" not in text
+    assert "a comment the reader must not see" not in text
+    assert "> > **Note.**" in text  # a directive inside a directive
+    assert 'print("{cite:t}`not-a-role-in-code`")' in text  # code fences are left alone
+    # the bibliography lists what the chapter cites, in full
+    assert "- Jane Doe, Rick Roe, Edgar Poe (2021). Another. *Journal*." in text
+    assert "- Ann Smith, Bob Jones (2020). A Paper on Bounds. *Journal*." in text
+    # code cells are untouched (the set-up cell first)
+    source = jupytext.read(book / "notebooks" / "01_a.md")
+    assert [c.source for c in nb.cells if c.cell_type == "code"][1:] == [
+        c.source for c in source.cells if c.cell_type == "code"]
+
+
+def test_published_links_point_at_the_pages(book: Path) -> None:
+    text = _markdown(_published(book, url="https://o.github.io/r"))
+    assert "[the lemma](https://o.github.io/r/book/other.html#other-lem)" in text
+    assert "[The introduction](https://o.github.io/r/book/intro.html)" in text
+    assert pn.pages_url({"GITHUB_REPOSITORY": "Alice/Book"}) == "https://alice.github.io/Book/"
+    assert pn.pages_url({"GITHUB_REPOSITORY": "alice/alice.github.io"}) == \
+        "https://alice.github.io/"
+    assert pn.pages_url({}) is None
+
+
+@pytest.mark.parametrize("change, named", [
+    ("{glue:text}`count`", "'nothing'"),
+    ("{prf:ref}`ch-thm`", "'nowhere'"),
+    ("{cite:t}`ch-smith2020`", "'ch-nobody'"),
+])
+def test_what_cannot_be_resolved_is_named(book: Path, change: str, named: str) -> None:
+    path = book / "notebooks" / "01_a.md"
+    new = change.replace(change.split("`")[1], named.strip("'"))
+    path.write_text(path.read_text().replace(change, new, 1))
+    with pytest.raises(pn.PlainError, match=named):
+        _published(book)
+
+
+def test_the_executed_notebook_keeps_its_outputs(book: Path) -> None:
+    executed = nbformat.read(book / "_build" / "jupyter_execute" / "notebooks" / "01_a.ipynb",
+                             as_version=4)
+    nb = pn.plain_notebook(executed, colab.read_book(book), "notebooks/01_a",
+                           pn.glue_values(executed))
+    assert pn.myst_leftovers(nb) == []
+    assert [c.get("outputs") for c in nb.cells] == [c.get("outputs") for c in executed.cells]
+
+
+def test_every_chapter_of_the_book_converts() -> None:
+    """The real chapters: every label, citation and document resolves and nothing is left
+    (glued values are stand-ins here: they exist only after execution; the colab-test step
+    checks the built notebooks with their real values)."""
+    book = colab.read_book(ROOT)
+    for doc in colab.notebook_docnames(ROOT):
+        nb = jupytext.read(colab.source_path(ROOT, doc))
+        assert pn.myst_leftovers(nb), doc  # the source is MyST
+        keys = {k.rsplit(":", 1)[0] if k.count(":") else k for k in _glue_keys(nb)}
+        glue = {k: {"text/plain": "1.5", "text/markdown": "stand-in"} for k in keys}
+        plain = pn.plain_notebook(nb, book, doc, glue)
+        assert pn.myst_leftovers(plain) == [], doc
+
+
+def _glue_keys(nb: nbformat.NotebookNode) -> set[str]:
+    import re
+
+    text = _markdown(nb)
+    return set(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", text))
