@@ -293,3 +293,24 @@ def _glue_keys(nb: nbformat.NotebookNode) -> set[str]:
 
     text = _markdown(nb)
     return set(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", text))
+
+
+def test_the_colab_test_step_refuses_myst_in_published_notebooks(book: Path) -> None:
+    """``tools/colab_nbval.py`` opens every built notebook (Colab and download) first."""
+    import colab_nbval
+
+    site = book / "_build" / "html"
+    _published(book)
+    executed = nbformat.read(book / "_build" / "jupyter_execute" / "notebooks" / "01_a.ipynb",
+                             as_version=4)
+    download = site / "_sources" / "notebooks" / "01_a.ipynb"
+    download.parent.mkdir(parents=True)
+    nbformat.write(executed, download)  # as published before: the MyST as it is
+    found = colab_nbval.plain_problems(site, ["notebooks/01_a"])
+    assert found and all(f.startswith("_sources/notebooks/01_a.ipynb: cell ") for f in found)
+    nbformat.write(pn.plain_notebook(executed, colab.read_book(book), "notebooks/01_a",
+                                     pn.glue_values(executed)), download)
+    assert colab_nbval.plain_problems(site, ["notebooks/01_a"]) == []
+    assert colab_nbval.plain_problems(site, ["notebooks/02_b"]) == [
+        f"{site}/colab/notebooks/02_b.ipynb: not built",
+        f"{site}/_sources/notebooks/02_b.ipynb: not built"]

@@ -17,6 +17,11 @@ an environment where ``genbounds`` is *not* installed, so that their first cell 
    command it runs in Colab with the repository URL;
 4. ``pytest --nbval-lax --current-env`` on the notebooks, with this environment's Python as kernel.
 
+Before any of that, every published notebook, the Colab one and the downloadable executed one
+(``_sources/<docname>.ipynb``), is opened and its Markdown searched for MyST left over (a role, a
+directive fence, a glue, a target: :func:`plain_notebook.myst_leftovers`); any is a failure,
+since Colab and plain Jupyter would show it as raw text (:func:`plain_problems`).
+
 Every chapter is executed once here (``make book`` executes them once more for the pages). The
 results store (``GENBOUNDS_RESULTS_DIR``) is, by default, a copy of the repository's quick-scale
 results **without the committed paper-scale units** (:func:`store_without_paper`): what a reader
@@ -187,6 +192,22 @@ def store_without_paper(dest: Path, source: Path = ROOT / "results") -> Path:
     return dest
 
 
+def plain_problems(site: Path, docs: list[str]) -> list[str]:
+    """MyST left in the Markdown of the published notebooks of ``docs`` (Colab and download)."""
+    import nbformat
+    import plain_notebook
+
+    problems = []
+    for doc in docs:
+        for path in (site / colab.COLAB_DIR / f"{doc}.ipynb", site / "_sources" / f"{doc}.ipynb"):
+            if not path.exists():
+                problems.append(f"{path}: not built")
+                continue
+            found = plain_notebook.myst_leftovers(nbformat.read(path, as_version=4))
+            problems += [f"{path.relative_to(site)}: {f}" for f in found]
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html")
@@ -206,6 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"colab_nbval: not built (run `make book`): {', '.join(missing)}", file=sys.stderr)
         return 2
+    leftovers = plain_problems(site, docs)
+    if leftovers:
+        print(f"colab_nbval: {len(leftovers)} MyST constructs left in the published notebooks "
+              "(Colab and plain Jupyter show them as raw text):", file=sys.stderr)
+        print("\n".join(f"  {p}" for p in leftovers[:40]), file=sys.stderr)
+        return 1
+    print(f"colab_nbval: the {2 * len(docs)} published notebooks are plain Markdown", flush=True)
     env_dir = args.env.resolve()
     python = make_env(env_dir, args.venv_python)
     source = copy_source(env_dir / "source")
