@@ -1,6 +1,6 @@
 """What to compute next at paper scale, made from the results store at build time.
 
-Sphinx extension (loaded from ``_config.yml``) for the performance page. Two substitutions:
+Sphinx extension (loaded from ``_config.yml``) for the paper-scale page. Two substitutions:
 
 ``{{ paper_next }}``
     One row per registered study that still has paper-scale units missing, cheapest first
@@ -15,42 +15,19 @@ Sphinx extension (loaded from ``_config.yml``) for the performance page. Two sub
     What the stored sparse-majority paper unit (the authors' protocol) records: its runs, their
     total wall time and devices; or that it is not stored.
 
-The estimator times the training engine for a few seconds per study, so the rows are made in
-a subprocess (one torch thread), as ``tools/paper_tables.py`` makes its table, and cached in
-``_build/.paper_next.json`` while the store and the package are unchanged::
+The rows are the ones ``tools/paper_tables.py`` makes for ``{{ paper_units }}``, made once per
+build for both (:func:`paper_tables.cached_data`)::
 
-    python tools/paper_next.py            # print both substitutions (Markdown)
-    python tools/paper_next.py --json     # the rows, as the extension reads them
+    python tools/paper_tables.py            # print every table (Markdown)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
-import sys
-import warnings
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 1800
-CACHE_S = 6 * 3600
-
-
-def duration(seconds: float) -> str:
-    """``'under a minute'``, ``'14 min'``, ``'3.2 hours'``, ``'5 days'``."""
-    minutes = seconds / 60.0
-    if minutes < 1:
-        return "under a minute"
-    if minutes < 120:
-        return f"{minutes:.0f} min"
-    if minutes < 48 * 60:
-        return f"{minutes / 60:,.1f} hours"
-    return f"{minutes / 1440:,.0f} days"
+from paper_tables import duration
 
 
 def gpu_extrapolation(predicted: Sequence[float], stored: Sequence[tuple[int, str, float]],
@@ -74,47 +51,6 @@ def gpu_extrapolation(predicted: Sequence[float], stored: Sequence[tuple[int, st
     return {"seconds": float(sum(cal(predicted[i]) for i in missing if predicted[i] > 0)),
             "device": device, "calibrated_on": len(used),
             "unestimated": sum(1 for i in missing if predicted[i] <= 0)}
-
-
-def rows(scale: str = "paper", store: Any = None,
-         names: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One row per registered study (or per study in ``names``): units, stored, missing, and
-    for the missing ones the GPU extrapolation (:func:`gpu_extrapolation`) and the estimate on
-    this machine (calibrated on stored units that ran on this kind of device, as
-    ``reproduce`` does). ``store``: the book's by default."""
-    import torch
-
-    torch.set_num_threads(1)
-    from genbounds import estimates
-    from genbounds.experiments.registry import registered_experiments, stored_units
-    from genbounds.results import ResultStore
-
-    store = ResultStore(namespace=scale) if store is None else store
-    out = []
-    for exp in registered_experiments():
-        if names is not None and exp.name not in names:
-            continue
-        cfg = exp.config(scale)
-        su = stored_units(exp, scale, config=cfg, store=store, warn=False)
-        missing = [i for i, r in enumerate(su.results) if r is None]
-        row: dict[str, Any] = {
-            "study": exp.name, "chapter": exp.chapter, "units": len(su.units),
-            "stored": len(su.present), "missing": len(missing), "gpu": None,
-            "here_s": None, "here_calibrated_on": 0}
-        if missing:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                pred = estimates.predicted_unit_seconds(exp.name, cfg, store)
-                if pred is not None and len(pred) == len(su.units):
-                    cal = estimates.calibration(exp.name, cfg, store, pred)
-                    here = [cal(s) if cal is not None else s for s in pred]
-                    row["here_s"] = float(sum(here[i] for i in missing))
-                    row["here_calibrated_on"] = 0 if cal is None else cal.n
-                    stored = [(i, r.device, float(r.wall_time_s))
-                              for i, r in enumerate(su.results) if r is not None]
-                    row["gpu"] = gpu_extrapolation(pred, stored, missing)
-        out.append(row)
-    return out
 
 
 def _gpu_name(device: str) -> str:
@@ -161,7 +97,7 @@ def table(data: Sequence[dict[str, Any]], load: str) -> str:
             if r["here_s"] is None:
                 here = "no estimate"
             else:
-                n = r["here_calibrated_on"]
+                n = r["calibrated_on"]
                 here = duration(r["here_s"]) + (
                     f" (calibrated on {n} stored unit{'s' * (n != 1)})" if n
                     else " (not calibrated)")
@@ -193,75 +129,29 @@ def sparse_majority_record(store: Any = None) -> str:
     store = ResultStore(namespace="paper") if store is None else store
     su = stored_units("sparse_majority", "paper", store=store, warn=False)
     if not su.present:
-        return "the authors' protocol is not stored at paper scale in this build"
+        return "the authors' protocol is not stored at paper scale"
     parts = []
     for r in su.present:
         runs = r.provenance.stretches or [{"device": r.device, "wall_time_s": r.wall_time_s}]
         devices = sorted({_gpu_name(str(s["device"])) if str(s["device"]).startswith("cuda")
                           else str(s["device"]).split(" (")[0] for s in runs})
-        parts.append(f"the stored unit records {len(runs)} run{'s' * (len(runs) != 1)} "
-                     f"totalling {r.wall_time_s:,.0f} s on {', '.join(devices)}")
+        parts.append(f"the authors' protocol is one unit, which records {len(runs)} "
+                     f"run{'s' * (len(runs) != 1)} totalling {r.wall_time_s:,.0f} s on "
+                     f"{', '.join(devices)}")
     return "; ".join(parts)
 
 
-def _load() -> str:
-    try:
-        one, five, _ = os.getloadavg()
-    except OSError:  # pragma: no cover (not on Linux or macOS)
-        return f"on {os.cpu_count()} CPU cores, load unknown"
-    return f"on {os.cpu_count()} CPU cores at load average {one:.1f} (5 min: {five:.1f})"
-
-
-def compute(scale: str = "paper") -> dict[str, Any]:
-    """The rows and the sparse-majority sentence, in a subprocess with one torch thread;
-    RuntimeError naming the failure."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    res = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--json",
-                          "--scale", scale], capture_output=True, text=True, env=env,
-                         timeout=TIMEOUT_S, cwd=ROOT)
-    if res.returncode != 0:
-        tail = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise RuntimeError(f"tools/paper_next.py --json exited {res.returncode}: {tail}")
-    data: dict[str, Any] = json.loads(res.stdout)
-    return data
-
-
-def cached() -> dict[str, str]:
-    """Both substitutions, reused from ``_build/.paper_next.json`` while the store, the
-    package and the tools are unchanged and younger than :data:`CACHE_S`."""
-    import hashlib
-    import time
-
-    from paper_tables import _package_root, _state_key
-
-    root = _package_root()
-    cache = root / "_build" / ".paper_next.json"
-    key = hashlib.sha256((_state_key(root) + Path(__file__).read_text()).encode()).hexdigest()
-    try:
-        old = json.loads(cache.read_text())
-        if old["key"] == key and time.time() - old["made"] < CACHE_S:
-            return dict(old["subs"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    data = compute("paper")
-    subs = {"paper_next": table(data["rows"], _load()),
-            "sparse_majority_record": data["sparse_majority_record"]}
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "made": time.time(), "subs": subs}))
-    except OSError:
-        pass
-    return subs
-
-
 def _set(app: Any, config: Any) -> None:
+    from paper_tables import FAILURES, cached_data
     from sphinx.util import logging
 
     subs = dict(getattr(config, "myst_substitutions", {}) or {})
     if "paper_next" not in subs:
         try:
-            subs.update(cached())
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+            made = cached_data()
+            subs["paper_next"] = table(made["rows"], made["load"])
+            subs["sparse_majority_record"] = made["sparse_majority_record"]
+        except FAILURES as exc:
             logging.getLogger(__name__).warning(f"paper_next: {exc}")
             subs["paper_next"] = f"*(the list of what to compute next could not be made: {exc})*"
             subs["sparse_majority_record"] = "*(not read: the store could not be read)*"
@@ -271,22 +161,3 @@ def _set(app: Any, config: Any) -> None:
 def setup(app: Any) -> dict[str, Any]:
     app.connect("config-inited", _set)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", default="paper")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    data = rows(args.scale)
-    record = sparse_majority_record()
-    if args.json:
-        print(json.dumps({"rows": data, "sparse_majority_record": record}, indent=1))
-    else:
-        print(table(data, _load()))
-        print(record)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

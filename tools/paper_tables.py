@@ -1,20 +1,24 @@
-"""The performance page's paper-scale tables, made at build time: ``{{ paper_units }}``.
+"""The paper-scale page's generated tables: ``{{ paper_units }}`` (with ``tools/paper_next.py``).
 
 Sphinx extension (loaded from ``_config.yml``). For every registered study at paper scale it
 reads the results store (how many units are stored, how many of those were made by code that
-changed since, how many are missing) and asks the estimator (:mod:`genbounds.estimates`, the
-same call ``python -m genbounds reproduce`` makes) what the missing units cost on the machine
-that builds the book: the time, calibrated on the stored units that ran on the same kind of
-device when there are any (the table says whether), and the peak memory of one unit. So the
-page cannot disagree with the store or the estimator (issue #25 §4). The stored units' own
-wall times are on the instructors' page (``{{ study_times_paper }}``), the book's one source of
-times.
+changed since, the wall time and device the stored units recorded, how many are missing) and
+asks the estimator (:mod:`genbounds.estimates`, the same calls ``python -m genbounds
+reproduce`` makes) what the missing units cost on the machine that builds the book, calibrated
+on the stored units that ran on the same kind of device when there are any, with the peak
+memory of one unit, and what they cost on a GPU, extrapolated from the study's stored GPU units
+(:func:`paper_next.gpu_extrapolation`). So the page cannot disagree with the store or the
+estimator.
 
-The estimator times the training engine for a few seconds per study; it runs in a subprocess
-(one torch thread, like ``make book``'s workers), not in Sphinx's own process::
+This module makes the rows once per build, for both substitutions: ``{{ paper_units }}`` here,
+``{{ paper_next }}`` and ``{{ sparse_majority_record }}`` in ``tools/paper_next.py``. The
+estimator times the training engine for a few seconds per study, so the rows are made in a
+subprocess (one torch thread, like ``make book``'s workers), not in Sphinx's own process, and
+cached in ``_build/.paper_tables.json`` while the store, the package and these tools are
+unchanged (:func:`cached_data`)::
 
-    python tools/paper_tables.py            # print the table (Markdown)
-    python tools/paper_tables.py --json     # the rows, as the extension reads them
+    python tools/paper_tables.py            # print the tables (Markdown)
+    python tools/paper_tables.py --json     # the data, as the extensions read it
 
 If the subprocess fails, the build fails (a Sphinx warning, an error under ``-W``), naming why.
 """
@@ -22,6 +26,7 @@ If the subprocess fails, the build fails (a Sphinx warning, an error under ``-W`
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -32,9 +37,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 1800
+#: The files of ``tools/`` whose code shapes the cached data.
+TOOLS = ("paper_tables.py", "paper_next.py", "study_times.py")
 
 
-def _duration(minutes: float) -> str:
+def duration(seconds: float) -> str:
+    """``'under a minute'``, ``'14 min'``, ``'3.2 hours'``, ``'5 days'``."""
+    minutes = seconds / 60.0
     if minutes < 1:
         return "under a minute"
     if minutes < 120:
@@ -46,12 +55,18 @@ def _duration(minutes: float) -> str:
 
 def rows(scale: str = "paper", store: Any = None,
          names: list[str] | None = None) -> list[dict[str, Any]]:
-    """One row per registered study (or per study in ``names``): units, stored, stale, missing,
-    and the estimate of the missing ones (minutes, the number of stored units it is calibrated
-    on, an upper bound or not) with its peak memory. ``store``: the book's by default."""
+    """One row per registered study (or per study in ``names``). ``store``: the book's by
+    default. Keys: ``units``, ``stored``, ``stale``, ``missing``; ``recorded_s`` and
+    ``recorded_on`` (the stored units' wall times, summed, and their devices in words); for
+    the missing units ``here_s`` (estimated seconds on this machine, None: no estimate),
+    ``calibrated_on`` (how many stored units calibrate it), ``upper_bound``, ``peak_gib`` (one
+    unit's peak memory) and ``gpu`` (:func:`paper_next.gpu_extrapolation`)."""
     import torch
 
     torch.set_num_threads(1)
+    from paper_next import gpu_extrapolation
+    from study_times import _device
+
     from genbounds import estimates
     from genbounds.experiments.registry import registered_experiments, stored_units
     from genbounds.results import ResultStore
@@ -67,17 +82,25 @@ def rows(scale: str = "paper", store: Any = None,
         row: dict[str, Any] = {
             "study": exp.name, "chapter": exp.chapter, "units": len(su.units),
             "stored": len(su.present), "stale": sum(bool(r.stale) for r in su.present),
-            "missing": len(missing), "minutes": None, "calibrated_on": 0,
-            "upper_bound": False, "peak_gib": None}
+            "missing": len(missing),
+            "recorded_s": float(sum(float(r.wall_time_s) for r in su.present)),
+            "recorded_on": sorted({_device(str(r.device)) for r in su.present}),
+            "here_s": None, "calibrated_on": 0, "upper_bound": False, "peak_gib": None,
+            "gpu": None}
         if missing:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                per = estimates.unit_estimates(exp.name, cfg, store)
+                pred = estimates.predicted_unit_seconds(exp.name, cfg, store)
                 whole = (exp.estimate(cfg) if exp.estimate is not None
                          else estimates.estimate(exp.name, cfg))
-            if per is not None:
-                row["minutes"] = sum(per.seconds[i] for i in missing) / 60.0
-                row["calibrated_on"] = 0 if per.calibration is None else per.calibration.n
+            if pred is not None and len(pred) == len(su.units):
+                cal = estimates.calibration(exp.name, cfg, store, pred)
+                here = [cal(s) if cal is not None else s for s in pred]
+                row["here_s"] = float(sum(here[i] for i in missing))
+                row["calibrated_on"] = 0 if cal is None else cal.n
+                stored = [(i, str(r.device), float(r.wall_time_s))
+                          for i, r in enumerate(su.results) if r is not None]
+                row["gpu"] = gpu_extrapolation(pred, stored, missing)
             if whole is not None:
                 row["peak_gib"] = whole.peak_bytes / 2**30
                 row["upper_bound"] = "UPPER BOUND" in whole.note
@@ -85,32 +108,43 @@ def rows(scale: str = "paper", store: Any = None,
     return out
 
 
+def _units(n: int) -> str:
+    return f"{n} unit{'s' * (n != 1)}"
+
+
 def table(data: list[dict[str, Any]], load: str) -> str:
     """The MyST table of :func:`rows`, with a line saying where and when it was estimated."""
     from study_times import TITLE  # the studies in words, as the instructors' page names them
 
-    lines = ["| study | units stored | estimated time of the missing units, here "
-             "| peak memory of a unit |", "|---|---|---|---|"]
+    lines = ["| study | units stored | their recorded wall time | the missing units, here "
+             "| peak memory of a unit |", "|---|---|---|---|---|"]
     for r in data:
         stored = f"{r['stored']} of {r['units']}"
         if r["stale"]:
-            stored += f", {r['stale']} stale"
+            stored += f", {r['stale']} made by changed code"
+        recorded = (f"{duration(r['recorded_s'])} on {'; '.join(r['recorded_on'])}"
+                    if r["stored"] else "—")
+        peak = "—"
         if not r["missing"]:
-            cost, peak = "nothing to compute", "—"
-        elif r["minutes"] is None:
-            cost, peak = f"{r['missing']} missing: no estimate", "—"
+            cost = "nothing to compute"
+        elif r["here_s"] is None:
+            cost = f"{r['missing']}: no estimate"
+            if r["peak_gib"] is not None:
+                peak = f"{r['peak_gib']:.1f} GiB"
         else:
             n = r["calibrated_on"]
-            how = (f"calibrated on {n} stored unit{'s' * (n != 1)}" if n
-                   else "not calibrated")
-            cost = (f"{r['missing']} missing: " + ("at most " if r["upper_bound"] else "")
-                    + f"{_duration(r['minutes'])} ({how})")
-            peak = "—" if r["peak_gib"] is None else f"{r['peak_gib']:.1f} GiB"
-        lines.append(f"| {TITLE.get(r['study'], r['study'])} | {stored} | {cost} | {peak} |")
+            how = f"calibrated on {_units(n)}" if n else "not calibrated"
+            cost = (f"{r['missing']}: " + ("at most " if r["upper_bound"] else "about ")
+                    + f"{duration(r['here_s'])} ({how})")
+            if r["peak_gib"] is not None:
+                peak = f"{r['peak_gib']:.1f} GiB"
+        lines.append(f"| {TITLE.get(r['study'], r['study'])} | {stored} | {recorded} | {cost} "
+                     f"| {peak} |")
     return (f"Estimated while this book was built, {load}.\n\n" + "\n".join(lines) + "\n")
 
 
-def _load() -> str:
+def load_text() -> str:
+    """The machine's cores and load, in words."""
     try:
         one, five, _ = os.getloadavg()
     except OSError:  # pragma: no cover (not on Linux or macOS)
@@ -118,8 +152,16 @@ def _load() -> str:
     return f"on {os.cpu_count()} CPU cores at load average {one:.1f} (5 min: {five:.1f})"
 
 
-def compute(scale: str = "paper") -> list[dict[str, Any]]:
-    """:func:`rows` in a subprocess with one torch thread; RuntimeError naming the failure."""
+def make_data(scale: str = "paper") -> dict[str, Any]:
+    """Everything the two extensions show: the rows, the sparse-majority sentence, the load."""
+    from paper_next import sparse_majority_record
+
+    return {"rows": rows(scale), "sparse_majority_record": sparse_majority_record(),
+            "load": load_text()}
+
+
+def compute(scale: str = "paper") -> dict[str, Any]:
+    """:func:`make_data` in a subprocess with one torch thread; RuntimeError naming the failure."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     res = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--json",
                           "--scale", scale], capture_output=True, text=True, env=env,
@@ -127,8 +169,8 @@ def compute(scale: str = "paper") -> list[dict[str, Any]]:
     if res.returncode != 0:
         tail = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise RuntimeError(f"tools/paper_tables.py --json exited {res.returncode}: {tail}")
-    data: list[dict[str, Any]] = json.loads(res.stdout)
-    return data
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
 
 
 def _package_root() -> Path:
@@ -143,9 +185,9 @@ def _package_root() -> Path:
 
 
 def _state_key(root: Path) -> str:
-    """A hash of what the table depends on: every stored paper record (name, size, time), the
-    package's source and the tools that write the table (this file, and ``study_times.py``'s
-    study titles). Rates are measured now, so a cached table also expires (:data:`CACHE_S`)."""
+    """A hash of what the data depend on: every stored paper record (name, size, time), the
+    package's source and the tools that make the tables (:data:`TOOLS`). Rates are measured
+    now, so cached data also expire (:data:`CACHE_S`)."""
     import hashlib
 
     h = hashlib.sha256()
@@ -154,19 +196,21 @@ def _state_key(root: Path) -> str:
         h.update(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     for path in sorted((root / "src" / "genbounds").rglob("*.py")):
         h.update(path.read_bytes())
-    for path in (Path(__file__).resolve(), Path(__file__).resolve().with_name("study_times.py")):
-        h.update(path.read_bytes())
+    for name in TOOLS:
+        h.update((Path(__file__).resolve().parent / name).read_bytes())
     return h.hexdigest()
 
 
-#: A table made by an earlier build (``make book`` then ``make student`` or ``make pdf``) is
+#: Data made by an earlier build (``make book`` then ``make student`` or ``make pdf``) are
 #: reused for this long when neither the store nor the package changed since.
 CACHE_S = 6 * 3600
 
 
-def cached_table() -> str:
-    """:func:`table` of :func:`compute`, reused from ``_build/.paper_tables.json`` when the
-    store and the package are unchanged and it is younger than :data:`CACHE_S`."""
+@functools.lru_cache(maxsize=1)
+def cached_data() -> dict[str, Any]:
+    """:func:`compute`, made once per process and reused from ``_build/.paper_tables.json``
+    while the store, the package and the tools are unchanged and younger than
+    :data:`CACHE_S`."""
     import time
 
     root = _package_root()
@@ -175,16 +219,20 @@ def cached_table() -> str:
     try:
         old = json.loads(cache.read_text())
         if old["key"] == key and time.time() - old["made"] < CACHE_S:
-            return str(old["table"])
+            return dict(old["data"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    text = table(compute("paper"), _load())
+    made = compute("paper")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "made": time.time(), "table": text}))
+        cache.write_text(json.dumps({"key": key, "made": time.time(), "data": made}))
     except OSError:
         pass
-    return text
+    return made
+
+
+#: What a failure to make the data raises.
+FAILURES = (RuntimeError, subprocess.TimeoutExpired, ValueError)
 
 
 def _set(app: Any, config: Any) -> None:
@@ -193,8 +241,9 @@ def _set(app: Any, config: Any) -> None:
     subs = dict(getattr(config, "myst_substitutions", {}) or {})
     if "paper_units" not in subs:
         try:
-            subs["paper_units"] = cached_table()
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+            made = cached_data()
+            subs["paper_units"] = table(made["rows"], made["load"])
+        except FAILURES as exc:
             logging.getLogger(__name__).warning(f"paper_tables: {exc}")
             subs["paper_units"] = f"*(the paper-scale table could not be made: {exc})*"
     config.myst_substitutions = subs
@@ -208,10 +257,17 @@ def setup(app: Any) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", default="paper")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--json", action="store_true", help="print the data as JSON")
     args = parser.parse_args(argv)
-    data = rows(args.scale)
-    print(json.dumps(data, indent=1) if args.json else table(data, _load()))
+    made = make_data(args.scale)
+    if args.json:
+        print(json.dumps(made, indent=1))
+    else:
+        from paper_next import table as next_table
+
+        print(table(made["rows"], made["load"]))
+        print(next_table(made["rows"], made["load"]))
+        print(made["sparse_majority_record"])
     return 0
 
 
