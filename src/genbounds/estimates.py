@@ -52,6 +52,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -92,12 +93,16 @@ SAME_RATES = 4.0
 CALIBRATION_FLOPS = {"cpu": 2e9, "cuda": 2e12}
 
 
+#: What a :attr:`Workload.build` returns: the models, the inputs and the labels.
+Built = tuple[nn.Module, torch.Tensor, torch.Tensor]
+
+
 @dataclass(frozen=True)
 class Workload:
     """The training work of one unit (see the module docstring)."""
 
     name: str
-    build: Callable[[int], tuple[nn.Module, torch.Tensor, torch.Tensor]]
+    build: Callable[[int], Built]
     loss: LossName
     K: int
     epochs: int
@@ -272,6 +277,26 @@ def _per_unit(ws: Sequence[Workload], note: str) -> tuple[list[float], Estimate]
 
 
 # ---------------------------------------------------------------------------- the experiments
+def _random_build(model: Callable[[], nn.Module], K: int, token_shape: tuple[int, ...], labels: str,
+                  *, scale: float = 1.0, dtype: torch.dtype = torch.float32
+                  ) -> Callable[[int], Built]:
+    """A :attr:`Workload.build` on random data of the unit's shape: ``K`` models of
+    ``model()``, ``n`` Gaussian sequences of ``token_shape`` divided by ``sqrt(scale)`` and
+    labels ``"01"`` (class indices), ``"pm1"`` (``-1``/``+1``) or ``"real"`` (Gaussian)."""
+    def build(n: int) -> Built:
+        g = torch.Generator().manual_seed(0)
+        X = torch.randn(K, n, *token_shape, generator=g, dtype=dtype)
+        if scale != 1.0:
+            X = X / math.sqrt(scale)
+        if labels == "real":
+            y = torch.randn(K, n, generator=g, dtype=dtype)
+        else:
+            coin = torch.rand(K, n, generator=g) < 0.5
+            y = (coin if labels == "01" else torch.where(coin, -1, 1)).to(torch.int64)
+        return model(), X, y
+    return build
+
+
 def _sparse_majority(cfg: Any) -> tuple[list[Workload], str]:
     from genbounds.data import make_sparse_majority_batch
     from genbounds.models import SparseMajorityMHA
@@ -280,7 +305,7 @@ def _sparse_majority(cfg: Any) -> tuple[list[Workload], str]:
     for T in cfg.T_values:
         K = cfg.runs_per_T
 
-        def build(n: int, T: int = T, K: int = K) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+        def build(n: int, T: int = T, K: int = K) -> Built:
             b = make_sparse_majority_batch(T, list(range(K)), n_train=max(n, 2), n_val=1,
                                            s=cfg.s, d=cfg.d, val_tokens=False)
             m = SparseMajorityMHA(cfg.d, cfg.heads, cfg.key_dim, n_models=K,
@@ -309,14 +334,8 @@ def _shallow_gd(cfg: Any) -> tuple[list[Workload], str]:
     ws = []
     for u in units(cfg):
         K = u.seeds
-
-        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
-                                                           torch.Tensor]:
-            g = torch.Generator().manual_seed(0)
-            X = torch.randn(K, n, 16, 64, generator=g)
-            y = (torch.rand(K, n, generator=g) < 0.5).to(torch.int64)
-            return ShallowEncoder(64, u.d_m, n_models=K, seeds=list(range(K))), X, y
-
+        build = _random_build(partial(ShallowEncoder, 64, u.d_m, n_models=K,
+                                      seeds=list(range(K))), K, (16, 64), "01")
         n_eval = u.N + u.n_val + u.n_test
         ws.append(Workload(
             name="shallow_gd", build=build, loss="bce_logits", K=K,
@@ -334,15 +353,9 @@ def _effective_rank(cfg: Any) -> tuple[list[Workload], str]:
     ws = []
     for u in units(cfg):
         K = u.n_models
-
-        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
-                                                           torch.Tensor]:
-            g = torch.Generator().manual_seed(0)
-            X = torch.randn(K, n, u.T + 1, u.d, generator=g) / math.sqrt(u.d)
-            y = torch.where(torch.rand(K, n, generator=g) < 0.5, -1, 1).to(torch.int64)
-            m = EdelmanTransformer(d=u.d, k=u.k, heads=u.heads, layers=u.layers, n_models=K,
-                                   seeds=list(range(K)))
-            return m, X, y
+        build = _random_build(partial(EdelmanTransformer, d=u.d, k=u.k, heads=u.heads,
+                                      layers=u.layers, n_models=K, seeds=list(range(K))),
+                              K, (u.T + 1, u.d), "pm1", scale=u.d)
 
         ws.append(Workload(
             name="effective_rank", build=build, loss="logistic", K=K,
@@ -361,17 +374,10 @@ def _offset_rademacher(cfg: Any) -> tuple[list[Workload], str]:
     ws = []
     for u in units(cfg):
         K = u.seeds
-
-        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
-                                                           torch.Tensor]:
-            g = torch.Generator().manual_seed(0)
-            X = torch.randn(K, n, u.T, u.d, generator=g, dtype=torch.float64)
-            y = torch.randn(K, n, generator=g, dtype=torch.float64)
-            m = LiTransformer(u.d, u.student_rank, heads=u.heads, layers=u.layers,
-                              rank_qk=u.student_rank, n_models=K, seeds=list(range(K)),
-                              dtype=torch.float64)
-            return m, X, y
-
+        build = _random_build(partial(LiTransformer, u.d, u.student_rank, heads=u.heads,
+                                      layers=u.layers, rank_qk=u.student_rank, n_models=K,
+                                      seeds=list(range(K)), dtype=torch.float64),
+                              K, (u.T, u.d), "real", dtype=torch.float64)
         ws.append(Workload(
             name="offset_rademacher", build=build, loss="mse", K=K,
             epochs=u.steps, n_train=u.n, calls=1, eval_samples=float(u.n + u.n_test),
@@ -389,16 +395,9 @@ def _comparison(cfg: Any) -> tuple[list[Workload], str]:
     for u in settings(cfg):
         K = u.seeds
         d = u.d if u.task == "sparse_majority" else 64
-
-        def build(n: int, u: Any = u, K: int = K, d: int = d) -> tuple[nn.Module, torch.Tensor,
-                                                                       torch.Tensor]:
-            g = torch.Generator().manual_seed(0)
-            X = torch.randn(K, n, u.T + 1, d, generator=g) / math.sqrt(d)
-            y = (torch.rand(K, n, generator=g) < 0.5).to(torch.int64)
-            m = EdelmanTransformer(d=d, k=u.width, heads=u.heads, layers=u.depth, n_models=K,
-                                   seeds=list(range(K)), cls_index=-1)
-            return m, X, y
-
+        build = _random_build(partial(EdelmanTransformer, d=d, k=u.width, heads=u.heads,
+                                      layers=u.depth, n_models=K, seeds=list(range(K)),
+                                      cls_index=-1), K, (u.T + 1, d), "01", scale=d)
         searches = 2 * u.search_depth * u.montecarlo_samples * u.n  # the two sigma searches
         ws.append(Workload(
             name="comparison", build=build, loss="bce_logits", K=K, epochs=u.epochs,
@@ -415,15 +414,9 @@ def _offset_complexity(cfg: Any) -> tuple[list[Workload], str]:
     ws = []
     for u in cfg.units():
         K = u.net_draws * u.restarts
-
-        def build(n: int, u: Any = u, K: int = K) -> tuple[nn.Module, torch.Tensor,
-                                                           torch.Tensor]:
-            g = torch.Generator().manual_seed(0)
-            X = torch.randn(K, n, u.T, u.d, generator=g, dtype=torch.float64)
-            y = torch.randn(K, n, generator=g, dtype=torch.float64)
-            return LiTransformer(u.d, u.k, n_models=K, seeds=list(range(K)),
-                                 dtype=torch.float64), X, y
-
+        build = _random_build(partial(LiTransformer, u.d, u.k, n_models=K, seeds=list(range(K)),
+                                      dtype=torch.float64), K, (u.T, u.d), "real",
+                              dtype=torch.float64)
         ws.append(Workload(
             name="offset_rademacher_complexity", build=build, loss="mse", K=K,
             epochs=2 * u.steps, n_train=u.n, calls=2, eval_samples=0.0, batch_size=None,
