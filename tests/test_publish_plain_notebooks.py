@@ -46,7 +46,7 @@ CHAPTER = textwrap.dedent(
 
     The rate is {glue:text}`rate:.3f` and the count {glue:text}`count`; as
     {cite:t}`ch-smith2020` show {cite:p}`ch-smith2020,ch-doe2021`. See {ref}`ch-goals`,
-    {prf:ref}`ch-thm`, {doc}`../book/intro` and {ref}`the lemma <other-lem>`.
+    {prf:ref}`ch-thm`, {doc}`../book/intro` and {prf:ref}`the lemma <other-lem>`.
     {glue:md}`summary:myst`
 
     % a comment the reader must not see
@@ -144,11 +144,12 @@ BIB = textwrap.dedent(
 )
 
 
-def _glued(name: str, data: dict[str, str]) -> nbformat.NotebookNode:
-    """A display output as MyST-NB's ``glue(name, value)`` writes it."""
+def _glued(name: str, data: dict[str, str], prefix: str = "") -> nbformat.NotebookNode:
+    """A display output as MyST-NB's ``glue(name, value)`` writes it: with the papermill
+    prefix from a kernel, without it (``mime_prefix: ""``) in the build's jupyter_execute/."""
     return nbformat.v4.new_output(
-        "display_data", data={f"{pn.GLUE_PREFIX}{k}": v for k, v in data.items()},
-        metadata={"scrapbook": {"name": name, "mime_prefix": pn.GLUE_PREFIX}})
+        "display_data", data={f"{prefix}{k}": v for k, v in data.items()},
+        metadata={"scrapbook": {"name": name, "mime_prefix": prefix}})
 
 
 @pytest.fixture
@@ -173,7 +174,7 @@ def book(tmp_path: Path) -> Path:
     code = next(c for c in executed.cells if c.cell_type == "code")
     code.outputs = [
         _glued("rate", {"text/plain": "0.123456"}),
-        _glued("count", {"text/plain": "'12,345'"}),
+        _glued("count", {"text/plain": "'12,345'"}, pn.GLUE_PREFIX),
         _glued("summary", {"text/plain": "<IPython.core.display.Markdown object>",
                            "text/markdown": "All **fine**, as {prf:ref}`ch-thm` says."}),
     ]

@@ -97,9 +97,10 @@ class Book:
 
 
 def glue_values(executed: nbformat.NotebookNode | Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{key: mime bundle}`` of every value glued in an executed notebook (MyST-NB's
-    ``application/papermill.record/<mime>`` outputs), with the cell index that glued it under
-    ``"_cell"``."""
+    """``{key: mime bundle}`` of every value glued in an executed notebook (MyST-NB's ``glue``
+    outputs: ``application/papermill.record/<mime>`` from a kernel, plain ``<mime>`` in the
+    build's ``jupyter_execute/`` copy, as their ``scrapbook.mime_prefix`` says), with the index
+    of the cell that glued it under ``"_cell"``."""
     out: dict[str, dict[str, Any]] = {}
     for index, cell in enumerate(executed["cells"]):
         for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
@@ -107,7 +108,10 @@ def glue_values(executed: nbformat.NotebookNode | Mapping[str, Any]) -> dict[str
             meta = output.get("metadata", {}).get("scrapbook", {})
             if "name" not in meta:
                 continue
-            bundle = {k[len(GLUE_PREFIX):]: v for k, v in data.items() if k.startswith(GLUE_PREFIX)}
+            # a kernel's output has the papermill prefix; MyST-NB's executed copy
+            # (jupyter_execute/) drops it and says so: "mime_prefix": ""
+            prefix = str(meta.get("mime_prefix", GLUE_PREFIX))
+            bundle = {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
             bundle["_cell"] = index
             out[str(meta["name"])] = bundle
     return out
