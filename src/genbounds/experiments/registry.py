@@ -287,19 +287,13 @@ def _default_policy(scale: str) -> str:
     return "warn" if scale == "paper" else "recompute"
 
 
-def reproduce(
-    exp: Experiment | str,
-    scale: str | None = None,
-    *,
-    config: Any = None,
-    store: ResultStore | None = None,
-    progress: bool = False,
-    on_code_change: str | None = None,
-    recompute_damaged: bool = False,
-    recompute: bool = False,
-    deadline: float | None = None,
-) -> list[StoredResult]:
+def reproduce(exp: Experiment | str, scale: str | None = None, **options: Any
+              ) -> list[StoredResult]:
     """Compute (or load) every unit of ``exp`` at ``scale`` through the results store.
+
+    ``options`` are :func:`sweep`'s keyword arguments (``config``, ``store``, ``progress``,
+    ``on_code_change``, ``recompute_damaged``, ``recompute``, ``deadline``, ``match``,
+    ``unit_seconds``).
 
     Units already stored are loaded; missing ones are computed and stored as soon as each
     finishes (several workers on one store split the units between them). ``config``
@@ -313,9 +307,7 @@ def reproduce(
     ``deadline`` (a :func:`time.monotonic` instant) is the time budget: see :func:`sweep`;
     :class:`Unfinished` is raised when it stops the run before every unit is done.
     """
-    report = sweep(exp, scale, config=config, store=store, progress=progress,
-                   on_code_change=on_code_change, recompute_damaged=recompute_damaged,
-                   recompute=recompute, deadline=deadline)
+    report = sweep(exp, scale, **options)
     if not report.complete:
         raise Unfinished(report)
     return report.done
@@ -781,22 +773,17 @@ def stored_units(
     return StoredUnits(e.name, scale, units, results, checkpoints)
 
 
-def load_stored(
-    exp: Experiment | str,
-    scale: str = "paper",
-    *,
-    config: Any = None,
-    store: ResultStore | None = None,
-    warn: bool = True,
-) -> tuple[dict[str, np.ndarray], list[StoredResult]] | None:
-    """The stored result of ``exp`` at ``scale`` if every unit is stored, else ``None``.
+def load_stored(exp: Experiment | str, scale: str = "paper", **options: Any
+                ) -> tuple[dict[str, np.ndarray], list[StoredResult]] | None:
+    """The stored result of ``exp`` at ``scale`` if every unit is stored, else ``None``;
+    ``options`` are :func:`stored_units`' keyword arguments (``config``, ``store``, ``warn``).
 
     Read only: never computes (for a chapter that shows paper-scale results beside its quick
     ones). Returns ``(arrays, parts)`` like :func:`load_or_run`, the parts carrying provenance
     (``device``, ``created_utc``, ``wall_time_s``, ``stale``); ``None`` when any unit is
     missing (use :func:`stored_units` for the partial set).
     """
-    found = stored_units(exp, scale, config=config, store=store, warn=warn)
+    found = stored_units(exp, scale, **options)
     if not found.complete:
         return None
     return concatenate(found.present), found.present
