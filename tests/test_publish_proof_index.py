@@ -136,17 +136,25 @@ EXPECTED = [  # (page, anchor, name) in reading order
 ]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    src = tmp_path_factory.mktemp("fixture_book")
+def _write(src: Path) -> None:
     for name, text in FIXTURE.items():
         (src / name).write_text(textwrap.dedent(text).format(tools=str(ROOT / "tools"))
                                 if name == "conf.py" else textwrap.dedent(text))
+
+
+def _build(src: Path) -> Path:
     out = src / "_build" / "html"
     res = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "-q", "-j", "1",
                           str(src), str(out)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("fixture_book")
+    _write(src)
+    return _build(src)
 
 
 def test_fixture_index_is_numbered_in_reading_order(built: Path) -> None:
@@ -175,6 +183,20 @@ def test_check_html_finds_a_wrong_number(built: Path, tmp_path: Path) -> None:
     page.write_text(text.replace("<strong>Theorem 1.2</strong>", "<strong>Theorem 1.3</strong>"))
     assert statement_index.check_html(copy, "statements.html") == [
         "alpha.html#a-bound: the index says 'Theorem 1.3', the page 'Theorem 1.2'"]
+
+
+def test_a_rebuild_after_a_chapter_changed_renumbers_the_index(tmp_path: Path) -> None:
+    _write(tmp_path)
+    _build(tmp_path)
+    alpha = tmp_path / "alpha.md"
+    alpha.write_text(alpha.read_text().replace("# Alpha\n", "# Alpha\n\n```{prf:theorem} New\n"
+                                               ":label: a-new\n\nText.\n```\n", 1))
+    out = _build(tmp_path)  # incremental: statements.md itself did not change
+    found = statement_index.read_index(out, "statements.html")
+    assert found[:3] == [("alpha.html", "a-new", "Theorem 1.1"),
+                         ("alpha.html", "a-zeta", "Theorem 1.2"),
+                         ("alpha.html", "a-lemma", "Lemma 1.1")]
+    assert statement_index.check_html(out, "statements.html") == []
 
 
 def test_the_built_book_agrees_with_its_chapters() -> None:

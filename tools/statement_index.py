@@ -181,6 +181,11 @@ def _has_math(app: Sphinx, env: Any) -> None:
         data[doc] = True
 
 
+def _outdated(app: Sphinx, env: Any, added: Any, changed: Any, removed: Any) -> list[str]:
+    """The index page is read again on every build: its list changes with the chapters."""
+    return sorted(getattr(env, "genbounds_index_pages", ()))
+
+
 def _resolve(app: Sphinx, doctree: nodes.document, fromdocname: str) -> None:
     for node in list(doctree.findall(statement_index)):
         out: list[nodes.Node] = []
@@ -260,6 +265,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-read", _collect)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
+    app.connect("env-get-outdated", _outdated)
     app.connect("env-check-consistency", _has_math)
     app.connect("doctree-resolved", _resolve)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
