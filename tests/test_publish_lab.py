@@ -119,6 +119,23 @@ def test_markdown_opens_with_jupytext_by_default(server: tuple[str, str]) -> Non
     assert "jupyterlab-jupytext" in page.text  # the front-end extension that provides the viewer
 
 
+def test_markdown_cells_render_myst(server: tuple[str, str]) -> None:
+    """jupyterlab-myst (pinned in requirements.txt) is a front-end extension of the server, so
+    a chapter's Markdown cells show theorems, glued values and citations, not raw MyST."""
+    import json
+    import re
+
+    page = _get(server, "/lab")
+    assert page.status_code == 200
+    config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">'
+                                  r"(.*?)</script>", page.text, re.S).group(1))  # type: ignore[union-attr]
+    myst = [e for e in config["federated_extensions"] if e["name"] == "jupyterlab-myst"]
+    assert myst, [e["name"] for e in config["federated_extensions"]]
+    assert "jupyterlab-myst" not in config.get("disabledExtensions", [])
+    entry = _get(server, f"/lab/extensions/jupyterlab-myst/{myst[0]['load']}")
+    assert entry.status_code == 200 and len(entry.content) > 1000
+
+
 def test_overrides_go_to_the_environment(tmp_path: Path) -> None:
     target = lab.install_overrides(str(tmp_path))
     assert target == tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"

@@ -5,7 +5,10 @@ repository root with the environment's own kernel (``python3`` of ``.venv``, whe
 is installed), and with jupytext's contents manager (enabled by the jupytext package), so a
 double-click on a chapter opens it as a notebook (the default viewer for Markdown and MyST files
 is set to "Jupytext Notebook" through ``tools/jupyterlab-overrides.json``). Saving writes the cells
-back to the ``.md`` file; outputs are not kept in it. Any extra argument goes to ``jupyter lab``:
+back to the ``.md`` file; outputs are not kept in it. The Markdown cells are rendered as MyST by
+the front-end extension ``jupyterlab-myst`` (pinned in ``requirements.txt``): theorems, proofs,
+admonitions, exercises and cross-references show as on the book's pages, and a glued value
+(``{glue:text}``) shows once the cell that glues it has run. Any extra argument goes to ``jupyter lab``:
 
     python tools/lab.py --no-browser --port 8899
 
