@@ -86,8 +86,57 @@ def test_every_chapter_strips_cleanly(tmp_path: Path) -> None:
     problems, src = se.write_edition(ROOT, tmp_path / "student")
     assert problems == []
     for chapter in se.chapters(ROOT):
-        assert "{solution" not in (src / "notebooks" / chapter.name).read_text()
+        text = (src / "notebooks" / chapter.name).read_text()
+        assert "{solution" not in text
+        assert se.mentions(text) == []
         assert (tmp_path / "student" / "notebooks" / f"{chapter.stem}.ipynb").exists()
+    # no page for instructors: its table of times is a page of its own, under the same label
+    assert not (src / "book" / "instructors.md").exists()
+    toc = (src / "_toc.yml").read_text()
+    assert "file: book/times" in toc and "book/instructors" not in toc
+    times = (src / "book" / "times.md").read_text()
+    assert times.startswith("(instructors-times)=\n# How long each notebook takes\n")
+    assert "{{ study_times }}" in times and "Running it live" not in times
+    for page in (src / "book").glob("*.md"):
+        assert se.mentions(page.read_text()) == [], page.name
+        assert "{doc}`instructors`" not in page.read_text()
+
+
+PAGE = """\
+- **A researcher**: skim the summary.
+- **An instructor**: see {doc}`instructors` for a term plan, which exercises suit homework and
+  which an exam.
+- **Looking for a statement**: the index.
+
+6. **Summary, exercises (with folded solutions) and references.**
+
+Five exercises, each folded under its title; the solutions are folded
+beneath them. Times are on the instructors' page ({doc}`instructors`).
+
+```{code-cell} ipython3
+print("the instructors' page")  # code is left as it is
+```
+"""
+
+
+def test_instructors_and_folded_solutions_are_not_mentioned() -> None:
+    out = se.rewrite_prose(PAGE)
+    assert "An instructor" not in out and "- **Looking for a statement**" in out
+    assert "6. **Summary, exercises and references.**" in out
+    assert "each folded under its title." in out
+    assert "Times are on the page of times ({doc}`times`)." in out
+    assert 'print("the instructors\' page")' in out  # code untouched (it must match its outputs)
+    assert se.mentions(out) == []
+    assert se.mentions(PAGE.replace("with folded solutions", "with hidden solutions")) != []
+    assert se.mentions("For instructors: the key.\n") == ["For instructors: the key."]
+
+
+def test_times_page_needs_its_section(tmp_path: Path) -> None:
+    page = "# For instructors\n\n(instructors-times)=\n## How long each notebook takes\n\nT.\n" \
+        "\n## Running it live in class\n\nL.\n"
+    assert se.times_page(page) == "(instructors-times)=\n# How long each notebook takes\n\nT.\n\n"
+    with pytest.raises(ValueError, match="book/instructors.md: no section"):
+        se.times_page("# For instructors\n")
 
 
 def _executed(text: str) -> object:

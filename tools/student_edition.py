@@ -14,6 +14,10 @@ The edition is written to ``_build/student/``:
   fails it;
 - ``notebooks/<chapter>.ipynb``: the same notebooks, to download: a student reruns them.
 
+The page for instructors is left out (its table of times becomes ``book/times.md``, under the
+same label), and the prose of every page and chapter says nothing of instructors or of solutions
+folded on the page (:data:`REWRITES`; what is left of either is an error).
+
 Without the executed notebooks (``--executed`` missing: run ``make book`` first) it stops with
 exit status 2; ``--unexecuted`` builds the old way (sources without outputs, no ``-W``).
 
@@ -105,6 +109,93 @@ def leaked_lines(removed: list[str], text: str, allowed: str = "") -> list[str]:
             if s in text and s not in allowed:
                 leaks.append(s)
     return leaks
+
+
+#: What the student edition says differently: nothing of the page for instructors (left out; its
+#: table of times becomes a page of its own) and nothing of solutions folded on the page. Applied
+#: to the prose of the book's pages and chapters, never to code (a code cell must match the
+#: executed one).
+REWRITES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^- \*\*An instructor\*\*:[^\n]*\n(?:  [^\n]*\n)*", re.M), ""),
+    (re.compile(r"\s*\(with folded solutions\)"), ""),
+    (re.compile(r";\s+the\s+solutions\s+are\s+folded\s+beneath\s+them"), ""),
+    (re.compile(r"\bexercises with folded solutions\b"), "exercises"),
+    (re.compile(r"\binstructors'(\s+)table of times"), r"table of times"),
+    (re.compile(r"\binstructors'(\s+)page"), r"page\1of times"),
+    (re.compile(r"\{doc\}`instructors`"), "{doc}`times`"),
+]
+#: Left in the student edition's prose after the rewrites, any of these fails it.
+MENTIONS = re.compile(r"folded\s+solution|solutions?\s+(?:are\s+)?folded|instructors'|"
+                      r"\{doc\}`instructors`|for\s+instructors", re.I)
+TIMES = "(instructors-times)=\n## How long each notebook takes\n"
+
+
+def _prose_and_code(text: str) -> list[tuple[bool, str]]:
+    """``text`` cut into ``(is_code, piece)``: code cells and the prose between them."""
+    lines = text.splitlines(keepends=True)
+    pieces: list[tuple[bool, str]] = []
+    i = start = 0
+    while i < len(lines):
+        m = _CODE.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        end = _block_end(lines, i, m.group(1))
+        pieces += [(False, "".join(lines[start:i])), (True, "".join(lines[i:end + 1]))]
+        i = start = end + 1
+    pieces.append((False, "".join(lines[start:])))
+    return pieces
+
+
+def rewrite_prose(text: str) -> str:
+    """``text`` with :data:`REWRITES` applied to its prose (code cells untouched)."""
+    out = []
+    for is_code, piece in _prose_and_code(text):
+        if not is_code:
+            for pattern, repl in REWRITES:
+                piece = pattern.sub(repl, piece)
+        out.append(piece)
+    return "".join(out)
+
+
+def mentions(text: str) -> list[str]:
+    """Lines of prose (not code) that speak of folded solutions or of the instructors."""
+    return [ln.strip() for is_code, piece in _prose_and_code(text) if not is_code
+            for ln in piece.splitlines() if MENTIONS.search(ln)]
+
+
+def times_page(instructors: str) -> str:
+    """The instructors' page's section of times as a page of its own (same label)."""
+    i = instructors.find(TIMES)
+    if i < 0:
+        raise ValueError(f"book/instructors.md: no section starting {TIMES!r}")
+    body = instructors[i + len(TIMES):]
+    j = body.find("\n## ")
+    return ("(instructors-times)=\n# How long each notebook takes\n"
+            + (body if j < 0 else body[:j + 1]))
+
+
+def without_instructors(src: Path) -> list[str]:
+    """Leave the page for instructors out of the student sources in ``src``: its table of times
+    becomes ``book/times.md``, the table of contents lists that page instead, and the other pages
+    say nothing of instructors or folded solutions. Returns the problems found."""
+    page = src / "book" / "instructors.md"
+    problems: list[str] = []
+    toc = (src / "_toc.yml").read_text(encoding="utf-8")
+    if page.exists():
+        (src / "book" / "times.md").write_text(times_page(page.read_text(encoding="utf-8")),
+                                               encoding="utf-8")
+        page.unlink()
+        toc = (toc.replace("file: book/instructors", "file: book/times")
+               .replace("For instructors and contributors", "Running and contributing"))
+        (src / "_toc.yml").write_text(toc, encoding="utf-8")
+    if "instructors" in re.sub(r"#.*", "", toc).lower():
+        problems.append("_toc.yml: the student edition still lists a page for instructors")
+    for md in sorted((src / "book").glob("*.md")):
+        text = rewrite_prose(md.read_text(encoding="utf-8"))
+        md.write_text(text, encoding="utf-8")
+        problems += [f"book/{md.name}: {ln[:100]!r}" for ln in mentions(text)]
+    return problems
 
 
 def _code_cells(text: str) -> list[str]:
@@ -257,11 +348,13 @@ def write_edition(root: Path, out: Path, executed: Path | None = None
     (src / "_config.yml").write_text(
         config.replace("execute_notebooks: force", 'execute_notebooks: "off"')
         .replace("title: ", "title: (Student edition) ", 1))
-    problems: list[str] = []
+    problems: list[str] = without_instructors(src)
     (out / "notebooks").mkdir(parents=True)
     for chapter in chapters(root):
         text = chapter.read_text(encoding="utf-8")
         student, removed = strip_solutions(text)
+        student = rewrite_prose(student)
+        problems += [f"{chapter.name}: {ln[:100]!r}" for ln in mentions(student)]
         if re.search(r"^(`{3,}|:{3,})\{solution", student, re.M):
             problems.append(f"{chapter.name}: a solution directive is left in")
         for name in names_only_in_solutions(removed, student):
