@@ -291,6 +291,19 @@ def test_the_chapter_page_reads_the_executed_chapter(tmp_path: Path) -> None:
     assert "@page { size: A4" in page
 
 
+def test_an_svg_figure_is_embedded() -> None:
+    import base64
+
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("plot()  # main")])
+    nb.cells[0].outputs = [nbformat.v4.new_output(
+        "display_data", data={"image/svg+xml": "<svg>x</svg>", "text/plain": "<Figure>"})]
+    uri = ie.figure_uri(nb, "# main", "c")
+    assert uri.startswith("data:image/svg+xml;base64,")
+    assert base64.b64decode(uri.split(",", 1)[1]) == b"<svg>x</svg>"
+
+
 def test_a_missing_glued_value_or_figure_is_named(tmp_path: Path) -> None:
     b = _book(tmp_path)
     course = _course()

@@ -24,6 +24,7 @@ status 2 (run ``make book`` first).
 from __future__ import annotations
 
 import argparse
+import base64
 import html
 import posixpath
 import re
@@ -292,15 +293,19 @@ def glue_names(template: str) -> list[str]:
     return [m.group(1) for m in _GLUE.finditer(template)]
 
 
-def figure_png(nb: nbformat.NotebookNode, marker: str, chapter: str) -> str:
-    """The base64 PNG shown by the first code cell whose source contains ``marker``."""
+def figure_uri(nb: nbformat.NotebookNode, marker: str, chapter: str) -> str:
+    """The figure shown by the first code cell whose source contains ``marker``, as a data URI
+    (the book draws SVG; PNG is taken as it is)."""
     for cell in nb.cells:
         if cell.cell_type != "code" or marker not in cell.source:
             continue
         for o in cell.get("outputs", []):
-            png = o.get("data", {}).get("image/png")
-            if png:
-                return "".join(png).replace("\n", "")
+            data = o.get("data", {})
+            if "image/svg+xml" in data:
+                svg = "".join(data["image/svg+xml"]).encode("utf-8")
+                return "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
+            if "image/png" in data:
+                return "data:image/png;base64," + "".join(data["image/png"]).replace("\n", "")
     raise ValueError(f"{chapter}: no executed cell containing {marker!r} shows a figure")
 
 
@@ -488,7 +493,7 @@ def summary_page(book: Book, chapter: str, spec: dict[str, Any]) -> str:
     nb = nbformat.read(ex_path, as_version=4)
     values = glue_values(nb, ex_path.with_name(f"{chapter}.glue.json"))
     result = markdown(fill(spec["result"], values, chapter))
-    png = figure_png(nb, spec["figure"], chapter)
+    uri = figure_uri(nb, spec["figure"], chapter)
     items = []
     for lab in spec["statements"]:
         if lab not in book.numbers:
@@ -499,7 +504,7 @@ def summary_page(book: Book, chapter: str, spec: dict[str, Any]) -> str:
     title = book.titles.get(chapter, chapter)
     body = f"""<div class="summary"><h1>{html.escape(title)}</h1>
 <h2>Key statements</h2><ul>{"".join(items)}</ul>
-<h2>The figure</h2><img alt="the chapter's main figure" src="data:image/png;base64,{png}">
+<h2>The figure</h2><img alt="the chapter's main figure" src="{uri}">
 <h2>The result</h2>{result}</div>"""
     return page(title, body)
 
