@@ -7,9 +7,10 @@ double-click on a chapter opens it as a notebook (the default viewer for Markdow
 is set to "Jupytext Notebook" through ``tools/jupyterlab-overrides.json``). Saving writes the cells
 back to the ``.md`` file; outputs are not kept in it. The Markdown cells are rendered as MyST by
 the front-end extension ``jupyterlab-myst`` (pinned in ``requirements.txt``): theorems, proofs,
-admonitions, exercises, citations and cross-references show as on the book's pages. Glued
-values (``{glue:text}``) are MyST-NB's, which the extension does not know: they show as their
-key; the executed notebook in a chapter page's download menu has them substituted. Any extra argument goes to ``jupyter lab``:
+admonitions, exercises, equations and cross-references within the chapter are rendered (seen
+in headless Chromium). What needs the whole book is not: a citation shows its key, a reference
+to another chapter its label, and a glued value (``{glue:text}``, MyST-NB's) its key; the
+executed notebook in a chapter page's download menu has all three as text. Any extra argument goes to ``jupyter lab``:
 
     python tools/lab.py --no-browser --port 8899
 
