@@ -734,12 +734,24 @@ def prior_split_errors(unit: CertUnit, j: int) -> dict[str, float]:
     draw enters them) and counts, for ``"data_prior"`` (Adam at 0.03) and ``"trained_gibbs"``
     (the book's recipe), the loss summed over the bound points (``.bound_errors``: the number of
     errors for a classifier, the summed clipped loss for regression) and the held-out mean
-    (``.test_error``, comparable with the unit's stored ``.prior_test_error``). Not part of
-    :func:`run_unit`: its outputs are not in the stored units.
+    (``.test_error``, comparable with the unit's stored ``.prior_test_error``), with one torch
+    thread (restored after). Not part of :func:`run_unit`: its outputs are not in the stored
+    units. The Adam prior is sensitive to rounding: retrained on another machine or thread count
+    it may differ from the stored unit's in a few held-out digits (it is still a network trained
+    on the prior part only, so its split certificate holds).
     """
     if not isinstance(unit, CertUnit):
         raise ValueError(f"unit must be a CertUnit, got {type(unit).__name__}")
     check_int(j, "j", minimum=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the store's workers compute units: float32 sums in one order
+    try:
+        return _prior_split_errors(unit, j)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _prior_split_errors(unit: CertUnit, j: int) -> dict[str, float]:
     torch.manual_seed(unit.seed_of(j, 2))
     data = family_data(unit, j)
     flat = _Flat(make_model(unit, data.X, unit.seed_of(j, 4)))
