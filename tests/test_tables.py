@@ -92,3 +92,14 @@ def test_format_frame_leaves_input_alone() -> None:
     df = pd.DataFrame({"a": [0.123456, 2.0]})
     format_frame(df)
     assert df["a"].tolist() == [0.123456, 2.0]
+
+
+def test_format_frame_math_is_typeset() -> None:
+    df = pd.DataFrame({"$\\|W\\|_F$": [1.0], "weights": ["$W_Q$ and $W_K$"]},
+                      index=pd.Index(["$a$"], name="$n$"))
+    styler = format_frame(df)
+    assert list(styler.data.columns) == ["\\(\\|W\\|_F\\)", "weights"]
+    assert styler.data.iloc[0, 1] == "\\(W_Q\\) and \\(W_K\\)"
+    assert list(styler.data.index) == ["\\(a\\)"] and styler.data.index.name == "\\(n\\)"
+    assert 'class="mathjax_process"' in styler.to_html()
+    assert "mathjax_process" not in format_frame(pd.DataFrame({"a": ["no math"]})).to_html()

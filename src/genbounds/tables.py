@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,8 @@ _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 NOT_FINITE = {"nan": "undefined", "inf": "infinite", "-inf": f"{MINUS}infinite"}
 #: what an empty cell (None, NaN in a column of text) shows
 EMPTY = "—"
+#: ``$...$`` in a header or a cell of text: inline math, typeset by MathJax in the table
+_DOLLAR = re.compile(r"\$([^$\n]+)\$")
 
 
 def _check_sig(sig: Any, name: str = "sig") -> int:
@@ -114,8 +117,10 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
     from column to digits, 3 for the columns it leaves out), every boolean through
     :func:`format_bool`; missing values show ``—`` and text stays as it is. Number columns are
     right-aligned, text columns left-aligned, every cell padded. The index is hidden when it is
-    pandas' ``0..n-1`` range (``index=None``), or as ``index`` says. The Styler's ``.data`` is
-    the frame of strings (for tests and asserts that read the table as shown).
+    pandas' ``0..n-1`` range (``index=None``), or as ``index`` says. ``$...$`` in a header, an
+    index entry or a cell of text is typeset by MathJax (the table is marked for it: a book's
+    cell outputs are not typeset otherwise). The Styler's ``.data`` is the frame of strings (for
+    tests and asserts that read the table as shown), with ``$...$`` as ``\\(...\\)``.
     """
     import pandas as pd
 
@@ -152,7 +157,23 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
     if show_index:
         out.index = pd.Index([", ".join(_label(u) for u in v) if isinstance(v, tuple)
                               else _label(v) for v in df.index], name=df.index.name)
+    has_math = False
+
+    def tex(text: Any) -> Any:
+        nonlocal has_math
+        if not isinstance(text, str) or not _DOLLAR.search(text):
+            return text
+        has_math = True
+        return _DOLLAR.sub(r"\\(\1\\)", text)
+
+    out = out.map(tex)
+    out.columns = [tex(c) for c in out.columns]
+    if show_index:
+        out.index = pd.Index(out.index.map(tex), name=tex(out.index.name))
+    numeric = [tex(c) for c in numeric]
     styler = out.style
+    if has_math:
+        styler = styler.set_table_attributes('class="mathjax_process"')
     if not show_index:
         styler = styler.hide(axis="index")
     pad = [("padding", "0.2em 0.7em")]
