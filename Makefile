@@ -82,9 +82,10 @@ student: $(STAMP) $(SITE)/index.html
 	$(BIN)/python tools/student_edition.py
 
 # The instructors' edition, off the public site: worked solutions, grading key, exam set, schedule
-# and one page per chapter in _build/instructors/ (from instructors/ and the built book).
+# and one page per chapter in _build/instructors/ (from instructors/ and the built book); each
+# chapter's page is printed in headless Chromium and must fit one A4 page.
 instructors: $(STAMP) $(SITE)/index.html
-	$(BIN)/python tools/instructors_edition.py
+	$(BIN)/python tools/instructors_edition.py --check-print
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider

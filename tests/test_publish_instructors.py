@@ -322,3 +322,4 @@ def test_a_missing_glued_value_or_figure_is_named(tmp_path: Path) -> None:
 
 def test_missing_build_stops_clearly(tmp_path: Path) -> None:
     assert ie.main(["--html", str(tmp_path / "none"), "--out", str(tmp_path / "o")]) == 2
+

@@ -17,8 +17,9 @@ figures and glued numbers), and writes ``_build/instructors/``:
 Checks (any failure exits non-zero): every exercise of every chapter has points and a rubric
 that adds up, and nothing else has; every exercise is assigned once (homework, in class or the
 exam); every exercise has a solution in the chapter and in the built page; every statement,
-figure and glued number a summary names is found. Without the built book it stops with exit
-status 2 (run ``make book`` first).
+figure and glued number a summary names is found; with ``--check-print`` (as ``make
+instructors`` runs it), each chapter's page prints on one A4 page in headless Chromium. Without
+the built book it stops with exit status 2 (run ``make book`` first).
 """
 
 from __future__ import annotations
@@ -324,6 +325,7 @@ th, td { border-bottom: 1px solid #ccc; padding: .25em .4em; text-align: left;
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .solution { border-left: 3px solid #4a7; padding: .1em .8em; margin: .5em 0 1.5em; }
 .exercise { border-left: 3px solid #47a; padding: .1em .8em; margin: .5em 0 1em; }
+.solution, .exercise, .summary { overflow-x: auto; }
 .rubric { color: #444; font-size: .95em; }
 pre { white-space: pre-wrap; font-size: .85em; background: #f6f6f6; padding: .4em; }
 img { max-width: 100%; height: auto; }
@@ -354,7 +356,9 @@ def markdown(text: str) -> str:
 
     def math(content: str, options: dict) -> str:
         esc = html.escape(content)
-        return f"\\[{esc}\\]" if options.get("display_mode") else f"\\({esc}\\)"
+        if options.get("display_mode"):
+            return f'<div class="math">\\[{esc}\\]</div>'
+        return f'<span class="math">\\({esc}\\)</span>'
 
     md = MarkdownIt("commonmark").use(dollarmath_plugin, renderer=math)
     return md.render(text)
@@ -543,18 +547,55 @@ def write_edition(root: Path, html_dir: Path, executed: Path, out: Path) -> list
     return problems
 
 
+def printed_pages(out: Path, names: list[str]) -> dict[str, int]:
+    """``{page: number of A4 pages}`` when headless Chromium prints each page of ``out`` named
+    (served beside the built book, ``out.parent/html``, whose MathJax they load)."""
+    import check_rendering as cr  # tools/check_rendering.py (Selenium, Chromium)
+
+    pages = {}
+    driver = cr.make_driver(1280, 900)
+    try:
+        with cr.serve(out.parent) as (base, _failed):
+            for name in names:
+                driver.get(f"{base}/{out.name}/{name}")
+                driver.execute_async_script(
+                    cr._WAIT_MATHJAX_JS.replace("arguments_timeout", "60000"))
+                pdf = base64.b64decode(driver.execute_cdp_cmd(
+                    "Page.printToPDF", {"printBackground": True, "preferCSSPageSize": True}
+                )["data"])
+                pages[name] = len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", pdf))
+    finally:
+        driver.quit()
+    return pages
+
+
+def check_print(out: Path) -> list[str]:
+    """Problems: a chapter's page that does not print on one A4 page."""
+    names = sorted(p.name for p in out.glob("summary-*.html"))
+    problems = []
+    for name, n in printed_pages(out, names).items():
+        print(f"instructors' edition: {name} prints on {n} A4 page{'s' if n != 1 else ''}")
+        if n != 1:
+            problems.append(f"{name} prints on {n} A4 pages, not one")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
     parser.add_argument("--executed", type=Path, default=ROOT / "_build" / "jupyter_execute")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "instructors")
+    parser.add_argument("--check-print", action="store_true",
+                        help="print each chapter's page with headless Chromium: one A4 page")
     args = parser.parse_args(argv)
     for d in (args.html, args.executed):
         if not d.is_dir():
             print(f"instructors' edition: no {d}: run `make book` first", file=sys.stderr)
             return 2
     problems = write_edition(args.root, args.html, args.executed, args.out)
+    if args.check_print and not problems:
+        problems += check_print(args.out)
     for p in problems:
         print("instructors' edition: ERROR:", p, file=sys.stderr)
     if not problems:
