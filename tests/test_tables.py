@@ -58,6 +58,7 @@ def test_format_number_options() -> None:
     (lambda: format_frame(pd.DataFrame({"a": [1.0]}), sig={"b": 2}), "sig: \\['b'\\]"),
     (lambda: format_frame(pd.DataFrame({"a": [1.0]}), sig={"a": 0}), "sig\\['a'\\] must be"),
     (lambda: format_frame(pd.DataFrame({"a": [1.0]}), index="yes"), "index must be"),
+    (lambda: format_frame(pd.DataFrame({"a": [1.0]}), na_rep=0), "na_rep must be"),
     (lambda: format_frame(pd.DataFrame({"a": [[1, 2]]})), "df: a cell holds a list"),
 ])
 def test_bad_input_is_named(call: object, name: str) -> None:
@@ -86,6 +87,12 @@ def test_format_frame_cells_and_layout() -> None:
     assert 'class="row_heading' in named and "1,000" in named
     assert "row_heading" in format_frame(df, index=True).to_html()
     assert "row_heading" not in format_frame(df.set_index("n"), index=False).to_html()
+
+
+def test_format_frame_na_rep() -> None:
+    df = pd.DataFrame({"a": [np.nan, 1.0], "b": ["x", None]})
+    assert format_frame(df, na_rep="not run").data.to_dict("list") == {
+        "a": ["not run", "1.00"], "b": ["x", "not run"]}
 
 
 def test_format_frame_leaves_input_alone() -> None:

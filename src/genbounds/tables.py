@@ -110,12 +110,13 @@ def _label(x: Any) -> str:
 
 
 def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
-                 index: bool | None = None) -> Any:
+                 index: bool | None = None, na_rep: str | None = None) -> Any:
     """What a chapter displays for the pandas frame ``df``: a Styler of text cells.
 
     Every number goes through :func:`format_number` (``sig`` significant digits, or a mapping
     from column to digits, 3 for the columns it leaves out), every boolean through
-    :func:`format_bool`; missing values show ``—`` and text stays as it is. Number columns are
+    :func:`format_bool`; missing values show ``—`` in a column of text and ``undefined`` in one
+    of numbers, or ``na_rep`` in both; text stays as it is. Number columns are
     right-aligned, text columns left-aligned, every cell padded. The index is hidden when it is
     pandas' ``0..n-1`` range (``index=None``), or as ``index`` says. ``$...$`` in a header, an
     index entry or a cell of text is typeset by MathJax (the table is marked for it: a book's
@@ -133,6 +134,8 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
         digits = {c: _check_sig(sig.get(c, 3), f"sig[{c!r}]") for c in df.columns}
     else:
         digits = dict.fromkeys(df.columns, _check_sig(sig))
+    if na_rep is not None and not isinstance(na_rep, str):
+        raise ValueError(f"na_rep must be a str or None, got {type(na_rep).__name__}")
     if index is not None and not isinstance(index, bool):
         raise ValueError(f"index must be True, False or None, got {index!r}")
     if not df.columns.is_unique:
@@ -145,8 +148,10 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
         is_text = any(isinstance(v, str) for v in series)
         cells = []
         for v in series.tolist():
-            if is_text and isinstance(v, float) and math.isnan(v):
-                cells.append(EMPTY)  # a missing entry in a column of words
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                # a missing entry: a dash in a column of words, "undefined" in one of numbers
+                cells.append(na_rep if na_rep is not None else EMPTY if is_text or v is None
+                             else NOT_FINITE["nan"])
             else:
                 cells.append(_cell(v, digits[col]))
         out[col] = cells
