@@ -315,3 +315,33 @@ def test_the_colab_test_step_refuses_myst_in_published_notebooks(book: Path) -> 
     assert colab_nbval.plain_problems(site, ["notebooks/02_b"]) == [
         f"{site}/colab/notebooks/02_b.ipynb: not built",
         f"{site}/_sources/notebooks/02_b.ipynb: not built"]
+
+
+def test_statements_carry_the_numbers_of_the_pages(book: Path) -> None:
+    """With the build's numbers (read from Sphinx as sphinx-proof and sphinx-exercise read
+    them), headings and references use the page's names: "Theorem 2.1", "Exercise 2.1"."""
+    from types import SimpleNamespace
+
+    import book_publish
+
+    env = SimpleNamespace(
+        toc_fignumbers={"notebooks/01_a": {"theorem": {"ch-thm": (2, 1)},
+                                           "exercise": {"ex-ch-1": (2, 1)}},
+                        "book/other": {"lemma": {"other-lem": (3,)}}},
+        proof_list={"ch-thm": {"docname": "notebooks/01_a", "countertype": "theorem",
+                               "realtype": "theorem", "nonumber": False},
+                    "other-lem": {"docname": "book/other", "countertype": "lemma",
+                                  "realtype": "lemma", "nonumber": True}},
+        sphinx_exercise_registry={"ex-ch-1": {"type": "exercise-start",
+                                              "docname": "notebooks/01_a",
+                                              "node": {"ids": ["ex-ch-1"]}}})
+    numbers = book_publish.numbered_labels(env)
+    assert numbers == {"ch-thm": "Theorem 2.1", "ex-ch-1": "Exercise 2.1"}
+    site = book / "_build" / "html"
+    [path] = colab.write_colab_notebooks(book, site, None, numbers=numbers,
+                                         executed_dir=book / "_build" / "jupyter_execute")
+    text = _markdown(nbformat.read(path, as_version=4))
+    assert "> **Theorem 2.1 (A bound).**" in text and "[Theorem 2.1](#ch-thm)," in text
+    assert "**Exercise 2.1**\n\nCompute it." in text
+    assert "**Solution to Exercise 2.1**" in text
+    assert pn.myst_leftovers(nbformat.read(path, as_version=4)) == []

@@ -47,12 +47,37 @@ def _repository_options(app: Sphinx, config: Config) -> None:
 _BOOKS: dict[str, plain_notebook.Book] = {}
 
 
+def numbered_labels(env: Any) -> dict[str, str]:
+    """``{label: "Theorem 2.3"}``: the numbered name the pages give each statement
+    (sphinx-proof) and exercise (sphinx-exercise), read from the numbers Sphinx assigned
+    (``env.toc_fignumbers``) exactly as those extensions read them; unnumbered ones are left out.
+    """
+    numbers: dict[str, str] = {}
+    fignumbers = getattr(env, "toc_fignumbers", {}) or {}
+    for label, info in (getattr(env, "proof_list", {}) or {}).items():
+        if info.get("nonumber"):
+            continue
+        number = fignumbers.get(info["docname"], {}).get(info["countertype"], {}).get(label)
+        if number:
+            numbers[label] = f"{info['realtype'].title()} {'.'.join(map(str, number))}"
+    for label, info in (getattr(env, "sphinx_exercise_registry", {}) or {}).items():
+        ids = info["node"].get("ids", []) if "node" in info else []
+        if info.get("type") not in ("exercise", "exercise-start") or not ids:
+            continue
+        number = fignumbers.get(info["docname"], {}).get("exercise", {}).get(ids[0])
+        if number:
+            numbers[label] = f"Exercise {'.'.join(map(str, number))}"
+    return numbers
+
+
 def _book(app: Sphinx) -> plain_notebook.Book:
-    """Titles, labels and bibliography of the book, read once per build."""
+    """Titles, labels, numbers and bibliography of the book, read once per build (the numbers
+    are Sphinx's, assigned before any page is written)."""
     key = str(app.srcdir)
     if key not in _BOOKS:
         url = plain_notebook.pages_url(os.environ) if _repository(app.config) else None
         _BOOKS[key] = colab.read_book(Path(app.srcdir), url=url)
+        _BOOKS[key].numbers = numbered_labels(app.env)
     return _BOOKS[key]
 
 
@@ -155,7 +180,7 @@ def _write_colab_notebooks(app: Sphinx, exception: Exception | None) -> None:
     constraints = colab.repository_constraints() if published else None
     colab.write_colab_notebooks(Path(app.srcdir), outdir, source, constraints=constraints,
                                 executed_dir=outdir.parent / "jupyter_execute",
-                                url=_book(app).url)
+                                url=_book(app).url, numbers=_book(app).numbers)
     (outdir / ".nojekyll").touch()
 
 

@@ -318,12 +318,16 @@ def executed_glue(executed_dir: Path | None, docname: str) -> dict[str, Any]:
 def write_colab_notebooks(
     root: Path, outdir: Path, default_source: str | None = None, toc_path: Path | None = None,
     constraints: str | None = None, executed_dir: Path | None = None, url: str | None = None,
+    numbers: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write ``outdir/colab/<docname>.ipynb`` for every notebook chapter, in plain Markdown with
     the values glued in ``executed_dir/<docname>.ipynb`` (the build's executed notebooks);
-    return their paths. ``url``: the published site, for links to other pages."""
+    return their paths. ``url``: the published site, for links to other pages; ``numbers``: the
+    numbered names of statements and exercises in the build (``book_publish.numbered_labels``).
+    """
     written = []
     book = read_book(Path(root), toc_path, url)
+    book.numbers = dict(numbers or {})
     origin = local_origin(Path(root)) if default_source is None else None
     for doc in notebook_docnames(Path(root), toc_path):
         nb = colab_notebook(source_path(Path(root), doc), default_source, constraints,

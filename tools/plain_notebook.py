@@ -84,10 +84,13 @@ class Book:
 
     ``labels``: label -> (docname, text shown for a reference to it); ``titles``: docname ->
     title; ``bib``: key -> (author-year names, year, full entry); ``url``: the published site
-    (``https://owner.github.io/repo/``) or None for a local build.
+    (``https://owner.github.io/repo/``) or None for a local build; ``numbers``: label -> the
+    numbered name the book's pages give a statement or exercise (``"Theorem 2.3"``, from the
+    Sphinx build: :func:`book_publish.numbered_labels`), when known.
     """
 
     labels: dict[str, tuple[str, str]] = field(default_factory=dict)
+    numbers: dict[str, str] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
     bib: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     url: str | None = None
@@ -99,10 +102,9 @@ class Book:
 def glue_values(executed: nbformat.NotebookNode | Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``{key: mime bundle}`` of every value glued in an executed notebook (MyST-NB's ``glue``
     outputs: ``application/papermill.record/<mime>`` from a kernel, plain ``<mime>`` in the
-    build's ``jupyter_execute/`` copy, as their ``scrapbook.mime_prefix`` says), with the index
-    of the cell that glued it under ``"_cell"``."""
+    build's ``jupyter_execute/`` copy, as their ``scrapbook.mime_prefix`` says)."""
     out: dict[str, dict[str, Any]] = {}
-    for index, cell in enumerate(executed["cells"]):
+    for cell in executed["cells"]:
         for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
             data = output.get("data", {})
             meta = output.get("metadata", {}).get("scrapbook", {})
@@ -112,7 +114,6 @@ def glue_values(executed: nbformat.NotebookNode | Mapping[str, Any]) -> dict[str
             # (jupyter_execute/) drops it and says so: "mime_prefix": ""
             prefix = str(meta.get("mime_prefix", GLUE_PREFIX))
             bundle = {k[len(prefix):]: v for k, v in data.items() if k.startswith(prefix)}
-            bundle["_cell"] = index
             out[str(meta["name"])] = bundle
     return out
 
@@ -298,7 +299,7 @@ def _link(ch: _Chapter, label: str, text: str | None) -> str:
         raise PlainError(f"reference: no target labelled {label!r} in the book "
                          f"(from {ch.docname})")
     doc, shown = ch.book.labels[label]
-    shown = text or shown
+    shown = text or ch.book.numbers.get(label) or shown
     if doc == ch.docname:
         return f"[{shown}](#{label})"
     where = ch.book.titles.get(doc, doc)
@@ -424,15 +425,18 @@ def _directive(ch: _Chapter, name: str, arg: str, options: dict[str, str],
         inner.pop(0)
     while inner and not inner[-1].strip():
         inner.pop()
+    number = ch.book.numbers.get(options.get("label", ""))
     if name in ("exercise", "exercise-start"):
         ch.exercises += 1
+        number = number or f"Exercise {ch.exercises}"
         if "label" in options:
-            ch.solutions[options["label"]] = f"Exercise {ch.exercises}"
-        title = f"**Exercise {ch.exercises}**" + (f" ({_inline(ch, arg)})" if arg else "")
+            ch.solutions[options["label"]] = number
+        title = f"**{number}**" + (f" ({_inline(ch, arg)})" if arg else "")
         return [*anchor, title, *([""] if inner else []), *inner]
     if name in ("solution", "solution-start"):
         target = arg.split()[0] if arg else ""
-        which = ch.solutions.get(target) or ch.book.labels.get(target, ("", target))[1]
+        which = ch.solutions.get(target) or ch.book.numbers.get(target) \
+            or ch.book.labels.get(target, ("", target))[1]
         return [*anchor, f"**Solution to {which}**", *([""] if inner else []), *inner]
     if name in ("exercise-end", "solution-end"):
         return []
@@ -442,10 +446,9 @@ def _directive(ch: _Chapter, name: str, arg: str, options: dict[str, str],
         return [*anchor, "$$", *body, "$$"]
     if name in ("glue:figure", "glue", "glue:any", "glue:math"):
         key = arg.split("::")[-1].strip()
-        cell = _glue(ch, key).get("_cell")
-        where = f"code cell {cell}" if isinstance(cell, int) else "the code cell"
+        _glue(ch, key)  # it must exist
         caption = " ".join(inner).strip()
-        return [*anchor, f"*(The figure `{key}` is drawn by {where} above"
+        return [*anchor, f'*(The figure is drawn by the code cell that runs `glue("{key}", ...)`'
                 + (f": {caption}" if caption else "") + ".)*"]
     if name == "bibliography":
         return _references(ch) or ["*(No works are cited in this chapter.)*"]
@@ -456,7 +459,9 @@ def _directive(ch: _Chapter, name: str, arg: str, options: dict[str, str],
     if name in ("figure", "image"):
         alt = options.get("alt", "")
         return [*anchor, f"![{alt}]({arg})", *inner]
-    kind = KINDS.get(name, name.split(":")[-1].replace("-", " ").capitalize())
+    kind = number or KINDS.get(name, name.split(":")[-1].replace("-", " ").capitalize())
+    if not number and not arg and KINDS.get(name) and "label" in options:
+        kind = ch.book.labels.get(options["label"], ("", kind))[1]  # "Theorem 2", as referred to
     title = _inline(ch, arg)
     head = f"**{kind} ({title}).**" if kind and title else f"**{kind or title}.**" \
         if (kind or title) else ""
