@@ -236,6 +236,9 @@ def test_setup_cell_without_repository_explains(tmp_path: Path) -> None:
     assert "python -m pip install -c requirements.txt '.[notebooks,mnist]'" in res.stderr
     assert "GENBOUNDS_PIP_SOURCE" in res.stderr
     assert not (tmp_path / "pip-args.txt").exists()
+    assert "uncommitted" not in res.stderr
+    res = _run_setup_cell(None, tmp_path, {}, {**origin, "dirty": "yes"})
+    assert "built with uncommitted changes to that commit" in res.stderr
     # without a remote: install from a copy of the checkout
     res = _run_setup_cell(None, tmp_path, {}, {**origin, "remote": None})
     assert res.returncode != 0 and "from a copy of that checkout" in res.stderr
@@ -260,6 +263,7 @@ def test_local_origin_hides_credentials(tmp_path: Path) -> None:
     origin = colab.local_origin(tmp_path)
     assert origin["remote"] == "https://github.com/o/r.git"
     assert origin["checkout"] == str(tmp_path.resolve()) and origin["commit"] is None
+    assert origin["dirty"] is None
 
 
 def test_setup_cell_skips_install_when_importable(tmp_path: Path) -> None:

@@ -181,7 +181,8 @@ _NO_SOURCE = """\
 
 def local_origin(root: Path) -> dict[str, str | None]:
     """Where a book built without a public repository came from: the checkout's absolute
-    path, its commit and its ``origin`` remote (None when not a git checkout or no remote)."""
+    path, its commit, its ``origin`` remote (None when not a git checkout or no remote) and
+    ``"dirty"`` ("yes" when tracked files differ from that commit, else None)."""
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
@@ -193,8 +194,10 @@ def local_origin(root: Path) -> dict[str, str | None]:
     remote = git("remote", "get-url", "origin")
     if remote:  # never a credential of the URL (https://user:token@host/...) into a notebook
         remote = re.sub(r"^(\w+://)[^/@]+@", r"\1", remote)
-    return {"checkout": str(Path(root).resolve()), "commit": git("rev-parse", "HEAD"),
-            "remote": remote}
+    commit = git("rev-parse", "HEAD")
+    dirty = "yes" if commit and git("status", "--porcelain", "--untracked-files=no") else None
+    return {"checkout": str(Path(root).resolve()), "commit": commit, "remote": remote,
+            "dirty": dirty}
 
 
 def no_source_message(origin: dict[str, str | None]) -> str:
@@ -210,6 +213,9 @@ def no_source_message(origin: dict[str, str | None]) -> str:
         lines.append(f"    git clone {origin['remote']} genbounds-book && cd genbounds-book"
                      + (f" && git checkout {commit}" if commit else ""))
         lines.append(f"    {install}")
+        if origin.get("dirty"):
+            lines.append("(The notebook was built with uncommitted changes to that commit; the "
+                         "clone has the commit as it is.)")
     else:
         lines.append("Install it from a copy of that checkout: in its directory run")
         lines.append(f"    {install}")
