@@ -26,6 +26,8 @@ _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 NOT_FINITE = {"nan": "undefined", "inf": "infinite", "-inf": f"{MINUS}infinite"}
 #: what an empty cell (None, NaN in a column of text) shows
 EMPTY = "—"
+#: a column of text whose entries are at most this long is kept on one line per cell
+SHORT_TEXT = 28
 #: ``$...$`` in a header or a cell of text: inline math, typeset by MathJax in the table
 _DOLLAR = re.compile(r"\$([^$\n]+)\$")
 
@@ -118,7 +120,8 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
     :func:`format_bool`; missing values show ``—`` in a column of text and ``undefined`` in one
     of numbers, or ``na_rep`` in both; text stays as it is. Number columns are
     right-aligned, text columns left-aligned, every cell padded. The index is hidden when it is
-    pandas' ``0..n-1`` range (``index=None``), or as ``index`` says. ``$...$`` in a header, an
+    pandas' ``0..n-1`` range (``index=None``), or as ``index`` says; the levels of a MultiIndex
+    are shown as columns. ``$...$`` in a header, an
     index entry or a cell of text is typeset by MathJax (the table is marked for it: a book's
     cell outputs are not typeset otherwise). The Styler's ``.data`` is the frame of strings (for
     tests and asserts that read the table as shown), with ``$...$`` as ``\\(...\\)``.
@@ -140,6 +143,8 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
         raise ValueError(f"index must be True, False or None, got {index!r}")
     if not df.columns.is_unique:
         raise ValueError("df: its column names must be unique")
+    if isinstance(df.index, pd.MultiIndex) and index is not False:
+        df = df.reset_index()  # each level a column of its own, under its name
 
     out = pd.DataFrame(index=df.index)
     numeric: list[Any] = []
@@ -192,4 +197,8 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
             overwrite=False)
     if text_cols:
         styler = styler.set_properties(subset=text_cols, **{"text-align": "left"})
+        # short entries ("0.123 ± 0.004", "paper scale") on one line; long ones wrap
+        short = [c for c in text_cols if out[c].str.len().max() <= SHORT_TEXT]
+        if short:
+            styler = styler.set_properties(subset=short, **{"white-space": "nowrap"})
     return styler
