@@ -130,6 +130,8 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
 
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if isinstance(df.index, pd.MultiIndex) and index is not False:
+        df = df.reset_index()  # each level a column of its own, under its name
     if isinstance(sig, Mapping):
         unknown = [c for c in sig if c not in df.columns]
         if unknown:
@@ -143,8 +145,6 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
         raise ValueError(f"index must be True, False or None, got {index!r}")
     if not df.columns.is_unique:
         raise ValueError("df: its column names must be unique")
-    if isinstance(df.index, pd.MultiIndex) and index is not False:
-        df = df.reset_index()  # each level a column of its own, under its name
 
     out = pd.DataFrame(index=df.index)
     numeric: list[Any] = []
