@@ -103,6 +103,19 @@ CHAPTER = textwrap.dedent(
     ```{solution-end}
     ```
 
+    ```{exercise}
+    :label: ex-ch-2
+    :class: dropdown
+
+    Show it.
+    ```
+
+    ```{solution} ex-ch-2
+    :class: dropdown
+
+    Shown.
+    ```
+
     ## References
 
     :::{dropdown} The works cited
@@ -232,7 +245,10 @@ def test_statements_exercises_and_citations(book: Path) -> None:
     assert "**Solution to Exercise 1**\n\nIt is 1." in text
     assert "$$\nx = 1\n$$" in text and "(ch-eq)" not in text
     assert "a comment the reader must not see" not in text
-    assert "> > **Note.**" in text  # a directive inside a directive
+    # what the page folds is folded (a directive inside it converted too)
+    assert "<details>\n<summary><b>Key result</b></summary>\n\n> **Note.**" in text
+    assert "<details>\n<summary><b>Exercise 2</b></summary>\n\nShow it.\n\n</details>" in text
+    assert "<summary><b>Solution to Exercise 2</b></summary>\n\nShown." in text
     assert 'print("{cite:t}`not-a-role-in-code`")' in text  # code fences are left alone
     # the bibliography lists what the chapter cites, in full
     assert "- Jane Doe, Rick Roe, Edgar Poe (2021). Another. *Journal*." in text

@@ -11,11 +11,13 @@ Markdown cell of a notebook into plain Markdown (code cells are not touched):
   plain); the ``{glue:figure}`` / ``{glue}`` directives by a sentence naming the code cell that
   draws the figure. The values are those of the executed notebook of the build
   (:func:`glue_values`);
-- directives become headed paragraphs: theorems, lemmas, definitions, remarks, admonitions and
-  dropdowns a block quote headed by their kind and title, proofs a block quote headed *Proof*
-  and ended by ∎, exercises and solutions a bold heading (*Exercise 2*, *Solution to Exercise 2*,
-  numbered in the chapter's order), ``math`` a display equation, ``bibliography`` the list of the
-  works the chapter cites, ``list-table`` a Markdown table;
+- directives become headed paragraphs: theorems, lemmas, definitions, remarks and admonitions
+  a block quote headed by their kind (numbered as on the pages when the build gives the numbers)
+  and title, proofs a block quote headed *Proof* and ended by ∎, exercises and solutions a bold
+  heading (*Exercise 2*, *Solution to Exercise 2*), ``math`` a display equation,
+  ``bibliography`` the list of the works the chapter cites, ``list-table`` a Markdown table;
+  what the page folds (a dropdown, class ``dropdown``) is folded in an HTML ``<details>`` block
+  when it lies in one cell (the gated exercise and solution forms span cells: not folded);
 - citations become author-year text from ``references.bib`` (``{cite:t}``: Author [Year];
   ``{cite:p}``: [Author, Year]); cross-references (``{ref}``, ``{numref}``, ``{prf:ref}``,
   ``{doc}``) become the referenced title, a link to its anchor in the same notebook, or to the
@@ -417,6 +419,20 @@ def _references(ch: _Chapter) -> list[str]:
     return [f"- {ch.book.bib[k][2]}" for k in keys]
 
 
+def _folded(name: str, options: dict[str, str]) -> bool:
+    """Folded on the page: a dropdown, or a directive of class ``dropdown`` that is whole in
+    its cell (the gated ``exercise-start`` / ``solution-start`` span cells: never folded)."""
+    return not name.endswith("-start") and (
+        name == "dropdown" or "dropdown" in options.get("class", "").split())
+
+
+def _details(summary: str, inner: list[str]) -> list[str]:
+    """A folded block, as Jupyter, Colab and VS Code render HTML's ``<details>`` (the blank
+    lines keep its body Markdown)."""
+    summary = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", summary) or "Details"
+    return ["<details>", f"<summary>{summary}</summary>", "", *inner, "", "</details>"]
+
+
 def _directive(ch: _Chapter, name: str, arg: str, options: dict[str, str],
                body: list[str]) -> list[str]:
     anchor = [f'<a id="{options["label"]}"></a>', ""] if "label" in options else []
@@ -432,11 +448,15 @@ def _directive(ch: _Chapter, name: str, arg: str, options: dict[str, str],
         if "label" in options:
             ch.solutions[options["label"]] = number
         title = f"**{number}**" + (f" ({_inline(ch, arg)})" if arg else "")
+        if _folded(name, options):
+            return [*anchor, *_details(title, inner)]
         return [*anchor, title, *([""] if inner else []), *inner]
     if name in ("solution", "solution-start"):
         target = arg.split()[0] if arg else ""
         which = ch.solutions.get(target) or ch.book.numbers.get(target) \
             or ch.book.labels.get(target, ("", target))[1]
+        if _folded(name, options):
+            return [*anchor, *_details(f"**Solution to {which}**", inner)]
         return [*anchor, f"**Solution to {which}**", *([""] if inner else []), *inner]
     if name in ("exercise-end", "solution-end"):
         return []
@@ -465,6 +485,8 @@ def _directive(ch: _Chapter, name: str, arg: str, options: dict[str, str],
     title = _inline(ch, arg)
     head = f"**{kind} ({title}).**" if kind and title else f"**{kind or title}.**" \
         if (kind or title) else ""
+    if _folded(name, options):
+        return [*anchor, *_details(head.rstrip(".*") + "**" if head else "", inner)]
     return [*anchor, *_quote([*([head, ""] if head else []), *inner])]
 
 
