@@ -132,9 +132,10 @@ def test_instructors_and_folded_solutions_are_not_mentioned() -> None:
 
 
 def test_times_page_needs_its_section(tmp_path: Path) -> None:
-    page = "# For instructors\n\n(instructors-times)=\n## How long each notebook takes\n\nT.\n" \
-        "\n## Running it live in class\n\nL.\n"
-    assert se.times_page(page) == "(instructors-times)=\n# How long each notebook takes\n\nT.\n\n"
+    page = "# For instructors\n\n(instructors-times)=\n## How long each notebook takes\n\n" \
+        "This section is the source.\n\n## Running it live in class\n\nL.\n"
+    assert se.times_page(page) == ("(instructors-times)=\n# How long each notebook takes\n\n"
+                                   "This page is the source.\n\n")
     with pytest.raises(ValueError, match="book/instructors.md: no section"):
         se.times_page("# For instructors\n")
 

@@ -171,8 +171,8 @@ def times_page(instructors: str) -> str:
         raise ValueError(f"book/instructors.md: no section starting {TIMES!r}")
     body = instructors[i + len(TIMES):]
     j = body.find("\n## ")
-    return ("(instructors-times)=\n# How long each notebook takes\n"
-            + (body if j < 0 else body[:j + 1]))
+    body = (body if j < 0 else body[:j + 1]).replace("This section is", "This page is", 1)
+    return "(instructors-times)=\n# How long each notebook takes\n" + body
 
 
 def without_instructors(src: Path) -> list[str]:
