@@ -361,3 +361,49 @@ def test_statements_carry_the_numbers_of_the_pages(book: Path) -> None:
     assert "**Exercise 2.1**\n\nCompute it." in text
     assert "**Solution to Exercise 2.1**" in text
     assert pn.myst_leftovers(nbformat.read(path, as_version=4)) == []
+
+
+def test_a_sphinx_build_publishes_plain_notebooks(book: Path) -> None:
+    """End to end: Sphinx with MyST-NB, sphinx-proof, sphinx-exercise, sphinxcontrib-bibtex and
+    ``book_publish`` builds the fixture chapter (its stored outputs, nothing executed); the
+    downloadable and the Colab notebook carry the page's numbers and no MyST."""
+    import shutil
+
+    from sphinx.application import Sphinx
+
+    executed = book / "_build" / "jupyter_execute" / "notebooks" / "01_a.ipynb"
+    nb = nbformat.read(executed, as_version=4)
+    nb.metadata.pop("jupytext", None)
+    nbformat.write(nb, book / "notebooks" / "01_a.ipynb")  # the chapter with its outputs
+    (book / "notebooks" / "01_a.md").unlink()
+    shutil.rmtree(book / "_build")
+    (book / "book" / "intro.md").write_text(
+        "# The introduction\n\n```{toctree}\n../notebooks/01_a\nother\n```\n")
+    (book / "conf.py").write_text(textwrap.dedent(
+        f"""\
+        import sys
+        sys.path.insert(0, {str(ROOT / "tools")!r})
+        extensions = ["myst_nb", "sphinx_proof", "sphinx_exercise", "sphinxcontrib.bibtex",
+                      "book_publish"]
+        root_doc = "book/intro"
+        nb_execution_mode = "off"
+        myst_enable_extensions = ["amsmath", "colon_fence", "dollarmath"]
+        bibtex_bibfiles = ["book/references.bib"]
+        bibtex_reference_style = "author_year"
+        exclude_patterns = ["_build"]
+        """))
+    app = Sphinx(str(book), str(book), str(book / "_build" / "html"),
+                 str(book / "_build" / "doctrees"), "html", status=None, warning=None,
+                 freshenv=True)
+    app.build()
+    page = (book / "_build" / "html" / "notebooks" / "01_a.html").read_text()
+    assert ">Theorem 1</a>" in page and "Exercise 1</a>" in page  # what the page calls them
+    for path in (book / "_build" / "html" / "_sources" / "notebooks" / "01_a.ipynb",
+                 book / "_build" / "html" / "colab" / "notebooks" / "01_a.ipynb"):
+        published = nbformat.read(path, as_version=4)
+        assert pn.myst_leftovers(published) == [], path
+        text = _markdown(published)
+        assert "> **Theorem 1 (A bound).**" in text and "[Theorem 1](#ch-thm)," in text
+        assert "The rate is 0.123 and the count 12,345;" in text
+        assert "**Exercise 1**" in text and "<summary><b>Exercise 2</b></summary>" in text
+        assert published.cells[0].metadata["tags"][0] == colab.SETUP_TAG

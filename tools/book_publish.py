@@ -99,7 +99,7 @@ def _notebook_buttons(
     executed_nb = nbformat.read(executed, as_version=4)
     # plain Markdown with the glued values of this very notebook (issue #35)
     nb = plain_notebook.plain_notebook(executed_nb, _book(app), pagename,
-                                       plain_notebook.glue_values(executed_nb))
+                                       plain_notebook.executed_glue(executed))
     nb = colab.with_setup_cell(
         nb,
         colab.repository_source() if published else None,

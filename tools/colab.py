@@ -317,8 +317,7 @@ def executed_glue(executed_dir: Path | None, docname: str) -> dict[str, Any]:
     """The values glued in the build's executed notebook of ``docname`` ({} when none)."""
     if executed_dir is None:
         return {}
-    path = Path(executed_dir) / f"{docname}.ipynb"
-    return plain.glue_values(nbformat.read(path, as_version=4)) if path.exists() else {}
+    return plain.executed_glue(Path(executed_dir) / f"{docname}.ipynb")
 
 
 def write_colab_notebooks(

@@ -120,6 +120,25 @@ def glue_values(executed: nbformat.NotebookNode | Mapping[str, Any]) -> dict[str
     return out
 
 
+def glue_json_values(path: Path) -> dict[str, dict[str, Any]]:
+    """The values MyST-NB wrote to ``<docname>.glue.json`` beside the executed notebook: every
+    glued value, including those glued with ``display=False``, which it removes from the
+    notebook's outputs (``{key: {"data": {mime: value}, ...}}``); {} when there is no file."""
+    if not Path(path).exists():
+        return {}
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {str(k): dict(v.get("data", {})) for k, v in data.items()}
+
+
+def executed_glue(executed: Path) -> dict[str, dict[str, Any]]:
+    """Every value glued in the build's executed notebook ``executed``
+    (``jupyter_execute/<docname>.ipynb``): its displayed glue outputs and its ``.glue.json``."""
+    values = glue_json_values(Path(executed).with_suffix(".glue.json"))
+    if Path(executed).exists():
+        values.update(glue_values(nbformat.read(executed, as_version=4)))
+    return values
+
+
 def format_plain_text(text: str, fmt_spec: str) -> str:
     """A glued ``text/plain`` value with its format spec, exactly as MyST-NB's ``{glue:text}``
     formats it (``myst_nb.core.variables.format_plain_text``)."""
