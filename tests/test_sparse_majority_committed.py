@@ -34,11 +34,10 @@ from genbounds.results import ResultStore
 from genbounds.train import BudgetExhausted, UnitCheckpoint
 from genbounds.train.checkpoint import from_storable, to_storable
 from genbounds.train.fused_protocol import _stage_tag, check_saved_state, train_fused
+from tests.test_sparse_majority_fused import SMALL as FUSED_SMALL
 
-# small sizes (as in test_sparse_majority_fused.py): runs stop at different epochs
-SMALL = SparseMajorityConfig(T_values=(9, 13), runs_per_T=3, n_train=16, n_val=40, n_test=10,
-                             s=1, d=16, heads=2, key_dim=8, lr=0.1, batch_size=8,
-                             max_epochs=300, device="cpu")
+# test_sparse_majority_fused.py's small sizes (runs stop at different epochs), 300 epochs
+SMALL = dataclasses.replace(FUSED_SMALL, max_epochs=300)
 VARYING = ("group_wall_time_s",)
 
 

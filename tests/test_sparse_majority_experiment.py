@@ -255,6 +255,7 @@ def test_a_unit_interrupted_at_a_random_epoch_resumes_to_identical_arrays(tmp_pa
     """Issue #19 item 1: one sparse-majority unit (one T) stopped by its time budget at a
     random epoch and run again stores, bit for bit, the arrays of the uninterrupted unit."""
     from genbounds.train import BudgetExhausted, UnitCheckpoint, unit_checkpoint
+    from tests.test_sparse_majority_fused import checkpoint_out_of_time_at
 
     unit = dataclasses.replace(TINY, T_values=(8,), max_epochs=9, optimizer="adam", lr=0.02,
                                engine="per_T",
@@ -265,16 +266,8 @@ def test_a_unit_interrupted_at_a_random_epoch_resumes_to_identical_arrays(tmp_pa
         want = run(unit)
         k = int(np.random.default_rng().integers(1, 8))  # any epoch boundary before the last
         path = tmp_path / "unit.pt"
-        ck = UnitCheckpoint(path)
-        seen = {"n": 0}
-
-        def should_save() -> bool:
-            seen["n"] += 1
-            return seen["n"] >= k
-
-        ck.should_save = should_save  # type: ignore[method-assign]
-        ck.out_of_time = lambda: seen["n"] >= k  # type: ignore[method-assign]
-        with unit_checkpoint(ck), pytest.raises(BudgetExhausted) as info:
+        with unit_checkpoint(checkpoint_out_of_time_at(path, k)), \
+                pytest.raises(BudgetExhausted) as info:
             run(unit)
         assert info.value.epoch == k and path.is_file()
         with unit_checkpoint(UnitCheckpoint(path)):

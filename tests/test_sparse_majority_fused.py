@@ -33,7 +33,6 @@ from genbounds.models import SparseMajorityMHA
 from genbounds.train import BudgetExhausted, UnitCheckpoint, train_ensemble
 from genbounds.train.fused_protocol import (
     FusedResult,
-    FusedSettings,
     curve_epochs,
     train_fused,
 )
@@ -43,6 +42,22 @@ from genbounds.train.fused_protocol import (
 SMALL = SparseMajorityConfig(T_values=(9, 13), runs_per_T=3, n_train=16, n_val=40, n_test=10,
                              s=1, d=16, heads=2, key_dim=8, lr=0.1, batch_size=8,
                              max_epochs=400, device="cpu")
+
+
+def checkpoint_out_of_time_at(path: Path, k: int) -> UnitCheckpoint:
+    """A checkpoint at ``path`` whose time budget runs out at its ``k``-th chance to save (it
+    saves there)."""
+    ck = UnitCheckpoint(path)
+    seen = {"n": 0}
+
+    def should_save() -> bool:
+        seen["n"] += 1
+        return seen["n"] >= k
+
+    ck.should_save = should_save  # type: ignore[method-assign]
+    ck.out_of_time = lambda: seen["n"] >= k  # type: ignore[method-assign]
+    return ck
+
 
 
 def _fused(config: SparseMajorityConfig, dtype: torch.dtype = torch.float64,
@@ -187,16 +202,17 @@ def test_curve_epochs() -> None:
 
 
 def test_bad_settings_name_the_argument() -> None:
+    ok = fused_settings(SMALL)
     with pytest.raises(ValueError, match="device must be .*'bogus'"):
-        FusedSettings(device="bogus")
+        dataclasses.replace(ok, device="bogus")
     with pytest.raises(ValueError, match="sync_every"):
-        FusedSettings(sync_every=0)
+        dataclasses.replace(ok, sync_every=0)
     with pytest.raises(ValueError, match="momentum"):
-        FusedSettings(momentum=1.0)
+        dataclasses.replace(ok, momentum=1.0)
     with pytest.raises(ValueError, match="lr_decay"):
-        FusedSettings(lr_decay=1.5)
+        dataclasses.replace(ok, lr_decay=1.5)
     with pytest.raises(ValueError, match="groups"):
-        train_fused([], FusedSettings())
+        train_fused([], ok)
     with pytest.raises(ValueError, match="settings"):
         train_fused(fused_groups(dataclasses.replace(SMALL, n_val=4)), {})  # type: ignore
     with pytest.raises(ValueError, match="optimizer"):
@@ -229,16 +245,8 @@ def test_a_fused_unit_interrupted_at_a_random_read_back_stores_identical_arrays(
     want = run(cfg)
     k = int(np.random.default_rng().integers(1, 10))  # any read-back before the last
     path = tmp_path / "unit.pt"
-    ck = UnitCheckpoint(path)
-    seen = {"n": 0}
-
-    def should_save() -> bool:
-        seen["n"] += 1
-        return seen["n"] >= k
-
-    ck.should_save = should_save  # type: ignore[method-assign]
-    ck.out_of_time = lambda: seen["n"] >= k  # type: ignore[method-assign]
-    with unit_checkpoint(ck), pytest.raises(BudgetExhausted) as info:
+    with unit_checkpoint(checkpoint_out_of_time_at(path, k)), \
+            pytest.raises(BudgetExhausted) as info:
         run(cfg)
     assert info.value.epoch == 3 * k and path.is_file()
     with unit_checkpoint(UnitCheckpoint(path)):

@@ -26,12 +26,10 @@ from genbounds.experiments.sparse_majority import (
     run_seeds,
     train_group,
 )
+from tests.test_sparse_majority_experiment import TINY
 
 # the configuration of tests/test_sparse_majority_experiment.py (SGD, few epochs) ...
-TINY_SGD = SparseMajorityConfig(
-    T_values=(5, 8), runs_per_T=2, n_train=24, n_val=40, n_test=64, s=3, d=8, heads=2,
-    key_dim=4, lr=0.05, batch_size=10, max_epochs=6, seed=3, device="cpu",
-)
+TINY_SGD = dataclasses.replace(TINY, n_test=64)
 # ... and one with Adam whose kept epoch is late (training moves the weights a lot)
 TINY_ADAM = SparseMajorityConfig(
     T_values=(6, 10), runs_per_T=2, n_train=32, n_val=48, n_test=64, s=3, d=8, heads=2,

@@ -112,14 +112,18 @@ class FusedSettings:
     to the host), ``cuda_graphs`` (capture an epoch on CUDA), ``eval_chunk`` (validation
     samples per run evaluated at once; None: all on CUDA, 1,024 on a CPU, where chunks that
     stay in the caches halve the time of a validation pass).
+
+    The training rules have no defaults here: the protocol's values are
+    :class:`~genbounds.experiments.sparse_majority.SparseMajorityConfig`'s, and
+    :func:`~genbounds.experiments.sparse_majority.fused_settings` builds these settings from it.
     """
 
-    lr: float = 0.01
-    momentum: float = 0.9
-    lr_decay: float = 0.999
-    lr_floor: float = 0.001
-    batch_size: int = 128
-    max_epochs: int = 200_000
+    lr: float
+    momentum: float
+    lr_decay: float
+    lr_floor: float
+    batch_size: int
+    max_epochs: int
     device: str = "auto"
     sync_every: int = 200
     cuda_graphs: bool = True
