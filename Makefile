@@ -4,7 +4,8 @@
 #   make test   -> same set-up, then lint + type-check, the unit tests, the rendering check of the
 #                  built book in headless Chromium, every chapter's Colab notebook under nbval,
 #                  and the student edition (solutions removed; checked that none leaks)
-# Also: make lab [PORT=8899] (JupyterLab on the chapters), make pdf (the whole book as one PDF), make bench.
+# Also: make lab [PORT=8899] (JupyterLab on the chapters), make pdf (the whole book as one PDF), make bench,
+#       make instructors (the instructors' edition: solutions, grading key, exam, schedule, chapter summaries).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
