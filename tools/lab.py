@@ -10,7 +10,8 @@ the front-end extension ``jupyterlab-myst`` (pinned in ``requirements.txt``): th
 admonitions, exercises, equations and cross-references within the chapter are rendered (seen
 in headless Chromium). What needs the whole book is not: a citation shows its key, a reference
 to another chapter its label, and a glued value (``{glue:text}``, MyST-NB's) its key; the
-executed notebook in a chapter page's download menu has all three as text. Any extra argument goes to ``jupyter lab``:
+executed notebook in a chapter page's download menu has all three as text. Any extra argument
+goes to ``jupyter lab``:
 
     python tools/lab.py --no-browser --port 8899
 
