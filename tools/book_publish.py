@@ -73,7 +73,7 @@ def numbered_labels(env: Any) -> dict[str, str]:
 def _book(app: Sphinx) -> plain_notebook.Book:
     """Titles, labels, numbers and bibliography of the book, read once per build (the numbers
     are Sphinx's, assigned before any page is written)."""
-    key = str(app.srcdir)
+    key = f"{app.srcdir}:{id(app.env)}"  # one per build, even in a long-lived process
     if key not in _BOOKS:
         url = plain_notebook.pages_url(os.environ) if _repository(app.config) else None
         _BOOKS[key] = colab.read_book(Path(app.srcdir), url=url)
