@@ -89,13 +89,14 @@ def test_format_frame_cells_and_layout() -> None:
     assert "row_heading" not in format_frame(df.set_index("n"), index=False).to_html()
 
 
-def test_format_frame_multiindex_levels_are_columns() -> None:
+def test_format_frame_multiindex_entries_are_formatted() -> None:
     df = pd.DataFrame({"slope": [0.5, -1.25]},
-                      index=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)], names=["task", "n"]))
+                      index=pd.MultiIndex.from_tuples([("a", 1000), ("$b$", 2)],
+                                                      names=["task", "n"]))
     shown = format_frame(df).data
-    assert list(shown.columns) == ["task", "n", "slope"]
-    assert shown.to_dict("list") == {"task": ["a", "b"], "n": ["1", "2"],
-                                     "slope": ["0.500", "\u22121.25"]}
+    assert list(shown.index) == [("a", "1,000"), ("\\(b\\)", "2")]
+    assert list(shown.index.names) == ["task", "n"]
+    assert shown["slope"].tolist() == ["0.500", "\u22121.25"]
 
 
 def test_format_frame_na_rep() -> None:

@@ -27,7 +27,7 @@ NOT_FINITE = {"nan": "undefined", "inf": "infinite", "-inf": f"{MINUS}infinite"}
 #: what an empty cell (None, NaN in a column of text) shows
 EMPTY = "—"
 #: a column of text whose entries are at most this long is kept on one line per cell
-SHORT_TEXT = 28
+SHORT_TEXT = 22
 #: ``$...$`` in a header or a cell of text: inline math, typeset by MathJax in the table
 _DOLLAR = re.compile(r"\$([^$\n]+)\$")
 
@@ -120,8 +120,8 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
     :func:`format_bool`; missing values show ``—`` in a column of text and ``undefined`` in one
     of numbers, or ``na_rep`` in both; text stays as it is. Number columns are
     right-aligned, text columns left-aligned, every cell padded. The index is hidden when it is
-    pandas' ``0..n-1`` range (``index=None``), or as ``index`` says; the levels of a MultiIndex
-    are shown as columns. ``$...$`` in a header, an
+    pandas' ``0..n-1`` range (``index=None``), or as ``index`` says (a MultiIndex keeps its
+    levels, each entry formatted). ``$...$`` in a header, an
     index entry or a cell of text is typeset by MathJax (the table is marked for it: a book's
     cell outputs are not typeset otherwise). The Styler's ``.data`` is the frame of strings (for
     tests and asserts that read the table as shown), with ``$...$`` as ``\\(...\\)``.
@@ -130,8 +130,6 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
 
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    if isinstance(df.index, pd.MultiIndex) and index is not False:
-        df = df.reset_index()  # each level a column of its own, under its name
     if isinstance(sig, Mapping):
         unknown = [c for c in sig if c not in df.columns]
         if unknown:
@@ -165,8 +163,11 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
     show_index = (not isinstance(df.index, pd.RangeIndex)
                   or not df.index.equals(pd.RangeIndex(len(df)))) if index is None else index
     if show_index:
-        out.index = pd.Index([", ".join(_label(u) for u in v) if isinstance(v, tuple)
-                              else _label(v) for v in df.index], name=df.index.name)
+        if isinstance(df.index, pd.MultiIndex):
+            out.index = pd.MultiIndex.from_tuples(
+                [tuple(_label(u) for u in v) for v in df.index], names=df.index.names)
+        else:
+            out.index = pd.Index([_label(v) for v in df.index], name=df.index.name)
     has_math = False
 
     def tex(text: Any) -> Any:
@@ -178,7 +179,10 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
 
     out = out.map(tex)
     out.columns = [tex(c) for c in out.columns]
-    if show_index:
+    if show_index and isinstance(out.index, pd.MultiIndex):
+        out.index = pd.MultiIndex.from_tuples([tuple(tex(u) for u in v) for v in out.index],
+                                              names=[tex(n) for n in out.index.names])
+    elif show_index:
         out.index = pd.Index(out.index.map(tex), name=tex(out.index.name))
     numeric = [tex(c) for c in numeric]
     styler = out.style
