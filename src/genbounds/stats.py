@@ -133,6 +133,18 @@ def _vec(a: object, name: str) -> np.ndarray:
     return v
 
 
+def _pair_signs(x: object, y: object) -> tuple[np.ndarray, np.ndarray]:
+    """``sgn(x_i - x_j)`` and ``sgn(y_i - y_j)`` over the pairs ``i < j`` of two equally long
+    samples of at least 2 points (ValueError naming ``x``/``y`` otherwise)."""
+    xv, yv = _vec(x, "x"), _vec(y, "y")
+    if xv.shape != yv.shape:
+        raise ValueError(f"x and y must have equal length, got {xv.size} and {yv.size}")
+    if xv.size < 2:
+        raise ValueError(f"x must have at least 2 points, got {xv.size}")
+    iu = np.triu_indices(xv.size, k=1)
+    return np.sign(xv[:, None] - xv[None, :])[iu], np.sign(yv[:, None] - yv[None, :])[iu]
+
+
 def kendall_tau(x: object, y: object) -> float:
     r"""Kendall's rank correlation :math:`\tau_b` of two equally long samples.
 
@@ -144,14 +156,7 @@ def kendall_tau(x: object, y: object) -> float:
     use). Equal to ``scipy.stats.kendalltau(x, y).statistic`` (tested). ``nan`` when ``x`` or
     ``y`` is constant (the statistic is undefined).
     """
-    xv, yv = _vec(x, "x"), _vec(y, "y")
-    if xv.shape != yv.shape:
-        raise ValueError(f"x and y must have equal length, got {xv.size} and {yv.size}")
-    if xv.size < 2:
-        raise ValueError(f"x must have at least 2 points, got {xv.size}")
-    iu = np.triu_indices(xv.size, k=1)
-    sx = np.sign(xv[:, None] - xv[None, :])[iu]
-    sy = np.sign(yv[:, None] - yv[None, :])[iu]
+    sx, sy = _pair_signs(x, y)
     n0 = sx.size
     nx, ny = int(np.sum(sx == 0)), int(np.sum(sy == 0))
     if nx == n0 or ny == n0:
@@ -194,14 +199,8 @@ def jiang_tau(x: object, y: object) -> float:
     A tied pair counts 0 (Kendall's :math:`\tau_a`), so a constant ``x`` scores exactly 0 (where
     :func:`kendall_tau`, :math:`\tau_b`, is undefined). Without ties it equals :func:`kendall_tau`.
     """
-    xv, yv = _vec(x, "x"), _vec(y, "y")
-    if xv.shape != yv.shape:
-        raise ValueError(f"x and y must have equal length, got {xv.size} and {yv.size}")
-    if xv.size < 2:
-        raise ValueError(f"x must have at least 2 points, got {xv.size}")
-    iu = np.triu_indices(xv.size, k=1)
-    s = np.sign(xv[:, None] - xv[None, :])[iu] * np.sign(yv[:, None] - yv[None, :])[iu]
-    return float(np.mean(s))
+    sx, sy = _pair_signs(x, y)
+    return float(np.mean(sx * sy))
 
 
 @dataclass(frozen=True)
