@@ -99,6 +99,7 @@ FAULTS = {
                   "<tr><td>7.6</td></tr></table>"),
     "cell_sqrt": ("ASCII-TeX", "<table><tr><td>sqrt(T + 1) x rate</td></tr></table>"),
     "cell_power": ("ASCII-TeX", "<table><tr><td>n^{-1/2}</td></tr></table>"),
+    "cell_caret": ("ASCII-TeX", "<table><tr><td>must be c^2 = 9</td></tr></table>"),
     "cell_command": ("ASCII-TeX", "<table><tr><td>\\Psi(x)</td></tr></table>"),
     # an inline formula wider than the proof box that clips it (no page overflow)
     "cut_inline_clipped": ("inline formula", '<div class="proof" style="overflow: hidden">'
@@ -133,7 +134,7 @@ READER_FINDINGS = {"shrunk_image", "wide_table", "wide_table_in_box", "tex_word"
                    "cut_equation", "bare_reference", "tall_page", "phone_scroll",
                    "code_name_table", "code_name_svg", "cell_bool", "cell_bool_list",
                    "cell_e_notation", "cell_e_short", "cell_norm", "cell_sqrt", "cell_power",
-                   "cell_command", "cut_inline_clipped", "cut_inline_cell"}
+                   "cell_command", "cell_caret", "cut_inline_clipped", "cut_inline_cell"}
 #: the page budget of the fixture site (the fault page is 6,000 px tall, the others < 2,000)
 BUDGET_PX = 5000
 

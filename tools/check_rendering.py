@@ -211,16 +211,17 @@ for (const c of article.querySelectorAll('mjx-container:not([display="true"])'))
   if (r.right > edge + 1) {
     const host = c.closest('p, li, dd, dt, td, th, figcaption, div') || c.parentElement || c;
     const tex = (c.parentElement && c.parentElement.getAttribute('data-tex')) || '';
-    out.cutInline.push(`${Math.round(r.right - edge)}px cut: ${describe(host).slice(0, 90)}`
-      + tex);
+    const formula = (c.querySelector('mjx-assistive-mml') || c).textContent || '';
+    out.cutInline.push(`${Math.round(r.right - edge)}px cut: "${formula.slice(0, 50)}" in `
+      + `${describe(host).slice(0, 70)}${tex}`);
   }
 }
 // table cells as a reader sees them (MathJax and code set aside): Python's True / False,
-// e-notation, or ASCII-TeX (||W||, _{...}, ^{...}, sqrt(, a \command outside MathJax)
+// e-notation, or ASCII-TeX (||W||, _{...}, ^{...}, x^2, sqrt(, a \command outside MathJax)
 const cellFaults = [
   ['Python True/False', /(^|[\[(,;]\s*)(True|False)(?=\s*([\]),;]|$))/],
   ['e-notation', /(^|[^\w.])[-+\u2212]?\d+(\.\d+)?[eE][-+]?\d+(?![\w.])/],
-  ['ASCII-TeX', /\|\||[_^]\{|\bsqrt\(|\\[A-Za-z]+/],
+  ['ASCII-TeX', /\|\||[_^]\{|\bsqrt\(|\\[A-Za-z]+|[A-Za-z0-9)]\^[-\w(]/],
 ];
 for (const cell of article.querySelectorAll('table td, table th')) {
   if (!visible(cell) || marked(cell)) continue;
