@@ -17,6 +17,7 @@ import pytest
 from genbounds.results import DamagedResultError, ResultStore, check_store, files, repair_store
 from genbounds.results import store as store_module
 from tests.test_cli_faults import FaultUnit
+from tests.test_hardening_store import _KILL  # the script that kills a save at a step
 
 REPO = Path(__file__).resolve().parents[1]
 CODE = ("genbounds.scale",)
@@ -75,23 +76,6 @@ def test_a_replaced_pair_is_kept_aside_with_its_bytes(tmp_path) -> None:
     assert {_sha(p) for p in kept.iterdir()} == old
     loaded = again.load(FaultUnit(1), code_modules=CODE)
     assert loaded is not None and loaded.arrays["x"][0] == 2.0 and check_store(tmp_path) == []
-
-
-_KILL = """
-import os, signal, sys
-import numpy as np
-from genbounds.results import ResultStore
-from genbounds.results import store as store_module
-from tests.test_cli_faults import FaultUnit
-
-def hook(step):
-    if step == sys.argv[2]:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-store_module._STEP_HOOK = hook
-ResultStore(sys.argv[1], "paper").save(FaultUnit(1), {"x": np.full(4, 2.0)}, device="cpu",
-                                       wall_time_s=1.0, code_modules=("genbounds.scale",))
-"""
 
 
 @pytest.mark.parametrize("step", ["written", "kept", "arrays committed"])

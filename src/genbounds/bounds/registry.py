@@ -29,7 +29,7 @@ import enum
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -493,16 +493,27 @@ def _lead_with_name(message: str, given: Mapping[str, Any],
 
 
 _REGISTRY: dict[str, Bound] = {}
+_Item = TypeVar("_Item")
+
+
+def add_new(registry: dict[str, _Item], key: str, item: _Item, kind: type, expected: str,
+            what: str) -> _Item:
+    """Add ``item`` under ``key`` to ``registry`` (a module's registry of bounds or of
+    studies) and return it. ValueError when ``item`` is not a ``kind`` (``expected`` says so,
+    naming the argument: ``"bound must be a Bound"``), or when another item already holds
+    ``key`` (``what`` names it: ``"a bound with key"``)."""
+    if not isinstance(item, kind):
+        raise ValueError(f"{expected}, got {type(item).__name__}")
+    if key in registry and registry[key] is not item:
+        raise ValueError(f"{what} {key!r} is already registered")
+    registry[key] = item
+    return item
 
 
 def register(bound: Bound) -> Bound:
     """Add ``bound`` to the registry (its key must be new); returns it."""
-    if not isinstance(bound, Bound):
-        raise ValueError(f"bound must be a Bound, got {type(bound).__name__}")
-    if bound.key in _REGISTRY and _REGISTRY[bound.key] is not bound:
-        raise ValueError(f"a bound with key {bound.key!r} is already registered")
-    _REGISTRY[bound.key] = bound
-    return bound
+    return add_new(_REGISTRY, getattr(bound, "key", ""), bound, Bound, "bound must be a Bound",
+                   "a bound with key")
 
 
 def registered(*, paper: str | None = None, kind: BoundKind | None = None,

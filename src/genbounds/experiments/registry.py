@@ -173,12 +173,10 @@ _EXPERIMENTS: dict[str, Experiment] = {}
 
 def register_experiment(exp: Experiment) -> Experiment:
     """Add ``exp`` to the registry (its name must be new); returns it."""
-    if not isinstance(exp, Experiment):
-        raise ValueError(f"exp must be an Experiment, got {type(exp).__name__}")
-    if exp.name in _EXPERIMENTS and _EXPERIMENTS[exp.name] is not exp:
-        raise ValueError(f"an experiment named {exp.name!r} is already registered")
-    _EXPERIMENTS[exp.name] = exp
-    return exp
+    from genbounds.bounds.registry import add_new
+
+    return add_new(_EXPERIMENTS, getattr(exp, "name", ""), exp, Experiment,
+                   "exp must be an Experiment", "an experiment named")
 
 
 def registered_experiments() -> list[Experiment]:
