@@ -26,8 +26,6 @@ _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 NOT_FINITE = {"nan": "undefined", "inf": "infinite", "-inf": f"{MINUS}infinite"}
 #: what an empty cell (None, NaN in a column of text) shows
 EMPTY = "—"
-#: a column of text whose entries are at most this long is kept on one line per cell
-SHORT_TEXT = 22
 #: ``$...$`` in a header or a cell of text: inline math, typeset by MathJax in the table
 _DOLLAR = re.compile(r"\$([^$\n]+)\$")
 
@@ -190,10 +188,10 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
         styler = styler.set_table_attributes('class="mathjax_process"')
     if not show_index:
         styler = styler.hide(axis="index")
-    pad = [("padding", "0.2em 0.7em")]
+    pad = [("padding", "0.1em 0.45em")]
     styler = styler.set_table_styles([{"selector": "td, th", "props": pad}], overwrite=False)
     text_cols = [c for c in out.columns if c not in numeric]
-    if numeric:  # numbers never break inside, and line up on the right
+    if numeric:  # numbers never break inside, and line up on the right (text may wrap)
         styler = styler.set_properties(subset=numeric,
                                        **{"text-align": "right", "white-space": "nowrap"})
         styler = styler.set_table_styles(
@@ -201,8 +199,5 @@ def format_frame(df: Any, sig: int | Mapping[Any, int] = 3, *,
             overwrite=False)
     if text_cols:
         styler = styler.set_properties(subset=text_cols, **{"text-align": "left"})
-        # short entries ("0.123 ± 0.004", "paper scale") on one line; long ones wrap
-        short = [c for c in text_cols if out[c].str.len().max() <= SHORT_TEXT]
-        if short:
-            styler = styler.set_properties(subset=short, **{"white-space": "nowrap"})
+
     return styler
