@@ -449,6 +449,27 @@ def _lemma4_parts(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: fl
     return e, cond, ok
 
 
+def _lemma4_terms(args: dict[str, Any], printed: bool
+                  ) -> tuple[float, float, dict[str, float], bool]:
+    """The two terms of Lemma 4's minimum from the arguments of :func:`lemma4_printed` /
+    :func:`lemma4_audited` (``args``), its measured conditions and whether they hold:
+    ``alpha^2/(8 rho M sqrt N)`` and ``alpha^3 eta_O/(32 rho^p z sqrt N)``, with the printed
+    ``M_hat``, ``z_hat`` and ``p = 4`` or the audited ``M``, ``z`` and ``p = 2``."""
+    N, alpha = args["N"], args["alpha"]
+    e, cond, ok = _lemma4_parts(
+        N, args["d_s"], args["d_m"], args["R_X"], alpha, args["phi0"], args["R_Q"],
+        args["R_K"], args["R_V"], args["R_O"], args["c_dm"],
+        **{k: args[k] for k in ("W_Q0_fro", "W_K0_fro", "W_V0_fro", "w_O0_l2", "W_Q0_spectral",
+                                "W_K0_spectral", "W_V0_spectral")})
+    M, z, p = ("M_hat", "z_hat", 4) if printed else ("M", "z", 2)
+    rho, sN = cond["rho"], math.sqrt(N)
+    t1 = _finite(alpha ** 2 / (8 * rho * cond[M] * sN), "Lemma 4 (alpha)")
+    t2 = _finite(alpha ** 3 * e["eta_O"] / (32 * rho ** p * cond[z] * sN),
+                 "Lemma 4 (alpha, eta_O)")
+    return t1, t2, cond, ok
+
+
+
 _ASSUME_L4 = ("Assumption 3 (full row rank, ||X||_F <= sqrt(d_s) R_X, Gram inner-product tail)",
               "d_m >= c_dm N^3", "alpha^2 >= 8 rho M sqrt(2 Phi(theta^0))",
               "alpha^3 >= 32 rho^2 z sqrt(2 Phi(theta^0)) / eta_O",
@@ -464,14 +485,7 @@ def lemma4_printed(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: f
     """Lemma 4 as printed: ``min(alpha^2/(8 rho M_hat sqrt N), alpha^3 eta_O/(32 rho^4 z_hat
     sqrt N))``; ``valid`` only where the measured hypotheses hold (and even then the printed
     ``rho^4``, ``M_hat``, ``z_hat`` do not follow; see the audit)."""
-    e, cond, ok = _lemma4_parts(N, d_s, d_m, R_X, alpha, phi0, R_Q, R_K, R_V, R_O, c_dm,
-                                W_Q0_fro=W_Q0_fro, W_K0_fro=W_K0_fro, W_V0_fro=W_V0_fro,
-                                w_O0_l2=w_O0_l2, W_Q0_spectral=W_Q0_spectral,
-                                W_K0_spectral=W_K0_spectral, W_V0_spectral=W_V0_spectral)
-    rho, sN = cond["rho"], math.sqrt(N)
-    t1 = _finite(alpha ** 2 / (8 * rho * cond["M_hat"] * sN), "Lemma 4 (alpha)")
-    t2 = _finite(alpha ** 3 * e["eta_O"] / (32 * rho ** 4 * cond["z_hat"] * sN),
-                 "Lemma 4 (alpha, eta_O)")
+    t1, t2, cond, ok = _lemma4_terms(locals(), printed=True)
     return BoundValue(min(t1, t2), BoundKind.TRAINING_LOSS,
                       terms={"term_M_hat": t1, "term_z_hat": t2, **cond},
                       constants={"c_dm": c_dm}, name="L_S(f_theta^t) (printed)",
@@ -489,14 +503,7 @@ def lemma4_audited(N: int, d_s: int, d_m: int, R_X: float, alpha: float, phi0: f
     """Audited Lemma 4: ``ell_yy + min(alpha^2/(8 rho M sqrt N), alpha^3 eta_O/(32 rho^2 z
     sqrt N))`` (``ell_yy = mean_n ell(y_n, y_n)``); ``valid`` iff the measured hypotheses hold.
     The term ``sqrt(2 Phi(theta^0)/N)`` (what the proof actually uses) is reported too."""
-    e, cond, ok = _lemma4_parts(N, d_s, d_m, R_X, alpha, phi0, R_Q, R_K, R_V, R_O, c_dm,
-                                W_Q0_fro=W_Q0_fro, W_K0_fro=W_K0_fro, W_V0_fro=W_V0_fro,
-                                w_O0_l2=w_O0_l2, W_Q0_spectral=W_Q0_spectral,
-                                W_K0_spectral=W_K0_spectral, W_V0_spectral=W_V0_spectral)
-    rho, sN = cond["rho"], math.sqrt(N)
-    t1 = _finite(alpha ** 2 / (8 * rho * cond["M"] * sN), "Lemma 4 (alpha)")
-    t2 = _finite(alpha ** 3 * e["eta_O"] / (32 * rho ** 2 * cond["z"] * sN),
-                 "Lemma 4 (alpha, eta_O)")
+    t1, t2, cond, ok = _lemma4_terms(locals(), printed=False)
     ell_yy = check_nonnegative(ell_yy, "ell_yy")
     return BoundValue(ell_yy + min(t1, t2), BoundKind.TRAINING_LOSS,
                       terms={"ell_yy": ell_yy, "term_M": t1, "term_z": t2,
