@@ -103,7 +103,7 @@ from genbounds.bounds.registry import (
 from genbounds.bounds.shallow_gd_notation import shallow_columns
 from genbounds.data import load_mnist01, make_sparse_majority
 from genbounds.experiments.code_files import code_of
-from genbounds.experiments.registry import Experiment, register_experiment
+from genbounds.experiments.registry import Experiment, presets, register_experiment
 from genbounds.models.edelman import EdelmanTransformer
 from genbounds.models.shallow_encoder import ShallowEncoder
 from genbounds.models.view import ModelView
@@ -844,19 +844,14 @@ def evaluate_bounds(
     return BoundTable(values, valid, {b.key: b.kind.name for b in bs}, reasons, partial, proved)
 
 
-def _run_unit(unit: Setting, progress: bool) -> dict[str, np.ndarray]:
-    return run_setting(unit, progress=progress)
-
-
 #: The registered study (``python -m genbounds reproduce --only comparison --scale paper``).
 EXPERIMENT = register_experiment(Experiment(
     name="comparison",
     chapter="notebooks/06_comparison.md",
     description="every registered bound and measure on the same trained Transformers",
-    config=lambda scale: (ComparisonConfig.paper() if scale == "paper"
-                          else ComparisonConfig.quick()),
+    config=presets(ComparisonConfig),
     units=settings,
-    run_unit=_run_unit,
+    run_unit=run_setting,
     code=code_of("comparison"),
 ))
 

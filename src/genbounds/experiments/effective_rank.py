@@ -79,7 +79,7 @@ from genbounds.bounds.effective_rank import sensitivity_matrices, value_path_lip
 from genbounds.data import load_mnist01, make_sparse_majority
 from genbounds.data.retrieval import make_retrieval
 from genbounds.experiments.code_files import code_of
-from genbounds.experiments.registry import Experiment, register_experiment
+from genbounds.experiments.registry import Experiment, presets, register_experiment
 from genbounds.models import EdelmanTransformer
 from genbounds.models.edelman_fast import FastEdelmanTransformer
 from genbounds.results import StoredResult
@@ -558,8 +558,7 @@ EXPERIMENT = register_experiment(Experiment(
     chapter="notebooks/05_effective_rank.md",
     description="Dhingra (2025): effective rank of attention, sensitivity matrices and gaps of "
                 "trained Transformers (retrieval, sparse majority, MNIST 0/1 stand-in)",
-    config=lambda scale: (EffectiveRankConfig.paper() if scale == "paper"
-                          else EffectiveRankConfig.quick()),
+    config=presets(EffectiveRankConfig),
     units=units,
     run_unit=_run,
     # the modules it runs (not all of genbounds.models: another family's edit leaves it valid)

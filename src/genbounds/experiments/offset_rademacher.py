@@ -52,7 +52,7 @@ import torch
 
 from genbounds.data import teacher_student, truncate
 from genbounds.experiments.code_files import code_of
-from genbounds.experiments.registry import Experiment, register_experiment
+from genbounds.experiments.registry import Experiment, presets, register_experiment
 from genbounds.models.li_transformer import LiTransformer
 from genbounds.norms import norm_table
 from genbounds.offset_complexity import offset_rademacher_linear_l2, offset_rademacher_network
@@ -482,15 +482,11 @@ def norm_summary(table: dict[str, np.ndarray], heads: int, layers: int) -> dict[
     return out
 
 
-def _config(scale: str) -> OffsetRademacherConfig:
-    return OffsetRademacherConfig.paper() if scale == "paper" else OffsetRademacherConfig.quick()
-
-
 EXPERIMENT = register_experiment(Experiment(
     name="offset_rademacher", chapter="notebooks/04_offset_rademacher.md",
     description="teacher-student excess-risk rates of Transformer ERMs (one head, H heads, "
     "L layers), rank sweep, heavy-tailed inputs with truncation / Huber (Li et al. 2026)",
-    config=_config, units=units, run_unit=run_unit,
+    config=presets(OffsetRademacherConfig), units=units, run_unit=run_unit,
     code=code_of("offset_rademacher")))
 
 
@@ -609,8 +605,7 @@ EXPERIMENT_COMPLEXITY = register_experiment(Experiment(
     name="offset_rademacher_complexity", chapter="notebooks/04_offset_rademacher.md",
     description="Monte Carlo offset vs global Rademacher complexity against n (l2-ball linear "
     "class in closed form; one-head Transformer class by projected Adam)",
-    config=lambda scale: ComplexityConfig.paper() if scale == "paper" else
-    ComplexityConfig.quick(),
+    config=presets(ComplexityConfig),
     units=lambda cfg: cfg.units(), run_unit=run_complexity_unit,
     code=code_of("offset_rademacher_complexity")))
 

@@ -171,6 +171,12 @@ DECLARED_FOR: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 _EXPERIMENTS: dict[str, Experiment] = {}
 
 
+def presets(config_class: Any) -> Callable[[str], Any]:
+    """``scale -> config_class.paper()`` at paper scale, else ``config_class.quick()``: the
+    :attr:`Experiment.config` of a study whose configuration class has both presets."""
+    return lambda scale: config_class.paper() if scale == "paper" else config_class.quick()
+
+
 def register_experiment(exp: Experiment) -> Experiment:
     """Add ``exp`` to the registry (its name must be new); returns it."""
     from genbounds.bounds.registry import add_new

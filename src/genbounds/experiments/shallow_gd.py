@@ -46,7 +46,7 @@ from genbounds.bounds.shallow_gd import (
 )
 from genbounds.data.mnist import MnistTokens, load_fashion01, load_mnist01
 from genbounds.experiments.code_files import code_of
-from genbounds.experiments.registry import Estimate, Experiment, register_experiment
+from genbounds.experiments.registry import Estimate, Experiment, presets, register_experiment
 from genbounds.models.shallow_encoder import ShallowEncoder
 from genbounds.norms import norm_table
 from genbounds.train import TrainConfig, evaluate_ensemble, resolve_device, train_ensemble
@@ -431,16 +431,12 @@ def estimate(config: ShallowGDConfig) -> Estimate:
                     note=f"{flops / 1e12:.1f} TFLOP at an assumed {rate / 1e9:.0f} GFLOP/s")
 
 
-def _config(scale: str) -> ShallowGDConfig:
-    return ShallowGDConfig.paper() if scale == "paper" else ShallowGDConfig.quick()
-
-
 #: The registered study (``python -m genbounds reproduce --only shallow_gd --scale paper``).
 EXPERIMENT = register_experiment(Experiment(
     name="shallow_gd",
     chapter="notebooks/03_shallow_gd.md",
     description="Mwigo & Dasgupta (2026) App. B: GD on MNIST 0/1, Table 1, Lemma 4 hypotheses",
-    config=_config,
+    config=presets(ShallowGDConfig),
     units=units,
     run_unit=run_unit,
     code=code_of("shallow_gd"),

@@ -129,6 +129,7 @@ from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import (
     Experiment,
     _checkpoint_file,
+    presets,
     register_experiment,
 )
 from genbounds.models import SparseMajorityMHA
@@ -732,19 +733,14 @@ def sweep_configs(config: SparseMajorityConfig) -> list[SparseMajorityConfig]:
     return [dataclasses.replace(config, T_values=(int(T),)) for T in config.T_values]
 
 
-def _run_unit(unit: SparseMajorityConfig, progress: bool) -> dict[str, Any]:
-    return run(unit, progress=progress)
-
-
 #: The registered study (``python -m genbounds reproduce --only sparse_majority``).
 EXPERIMENT = register_experiment(Experiment(
     name="sparse_majority",
     chapter="notebooks/02_trauger_tewari.md",
     description="Trauger & Tewari (2024) Sec. 6: norms, gaps and accuracy against T",
-    config=lambda scale: (SparseMajorityConfig.paper() if scale == "paper"
-                          else SparseMajorityConfig.quick()),
+    config=presets(SparseMajorityConfig),
     units=sweep_configs,
-    run_unit=_run_unit,
+    run_unit=run,
     resumable=True,  # one engine call per unit: a stage of the unit checkpoint
     committed_checkpoints=True,  # ~12 MB at paper scale: results/paper/_checkpoints/
     # training curves are NaN after a run stopped; the metrics at the kept and last epoch are
