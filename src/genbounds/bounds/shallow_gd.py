@@ -805,18 +805,15 @@ _CE_RAD = ("a Rademacher complexity is >= 0 (take sup >= any fixed member), but 
            "chapter 03, the proposition under the Lemma 1-2 audit, computed there at N = 8, "
            "d_m = 512), and at the chapter's toy quantities (N = 400, d_m = 64)")
 
-register(Bound(key="shallow_gd.lemma_1.printed", paper=PAPER, statement="Lemma 1",
-               kind=BoundKind.RADEMACHER, form="printed", needs=("N", "d_s", "d_m", "R_X") + _INIT,
-               constants={"c": 1.0}, fn=_lemma2_from_view, fixed={"form": "lemma1"},
-               description="Rad_S(F_R) as printed, (1/N) sqrt(P/N)(1 + log(A sqrt(N/P)))",
-               verdict=Verdict.FALSE, audit=AUDIT_LABELS["rad_printed"],
-               counterexample=_CE_RAD))
-register(Bound(key="shallow_gd.lemma_2.printed", paper=PAPER, statement="Lemma 2",
-               kind=BoundKind.RADEMACHER, form="printed", needs=("N", "d_s", "d_m", "R_X") + _INIT,
-               constants={"c": 1.0}, fn=_lemma2_from_view, fixed={"form": "printed"},
-               description="Rad_S(G_R) as printed, c sqrt(P/N)(1 + log(A sqrt(N/P)))",
-               verdict=Verdict.FALSE, audit=AUDIT_LABELS["rad_printed"],
-               counterexample=_CE_RAD))
+for _key, _stmt, _form, _what in (
+        ("lemma_1", "Lemma 1", "lemma1", "Rad_S(F_R) as printed, (1/N) sqrt(P/N)"),
+        ("lemma_2", "Lemma 2", "printed", "Rad_S(G_R) as printed, c sqrt(P/N)")):
+    register(Bound(key=f"shallow_gd.{_key}.printed", paper=PAPER, statement=_stmt,
+                   kind=BoundKind.RADEMACHER, form="printed",
+                   needs=("N", "d_s", "d_m", "R_X") + _INIT, constants={"c": 1.0},
+                   fn=_lemma2_from_view, fixed={"form": _form},
+                   description=_what + "(1 + log(A sqrt(N/P)))", verdict=Verdict.FALSE,
+                   audit=AUDIT_LABELS["rad_printed"], counterexample=_CE_RAD))
 for _key, _stmt in (("lemma_1", "Lemma 1"), ("lemma_2", "Lemma 2")):
     register(Bound(key=f"shallow_gd.{_key}.audited", paper=PAPER, statement=_stmt,
                    kind=BoundKind.RADEMACHER, form="audited",
