@@ -17,6 +17,7 @@ Modules (each answers one question):
 - :mod:`genbounds.experiments` the experiment registry and one module per study
 - :mod:`genbounds.cli`         ``python -m genbounds bounds | experiments | reproduce | store``
 - :mod:`genbounds.plotting`    the book's figure style and captions
+- :mod:`genbounds.tables`      numbers and tables for readers (significant digits, no e-notation)
 - :mod:`genbounds.bench`       the benchmark command
 """
 
