@@ -199,18 +199,10 @@ def without_instructors(src: Path) -> list[str]:
 
 
 def _code_cells(text: str) -> list[str]:
-    lines = text.splitlines(keepends=True)
-    cells, i = [], 0
-    while i < len(lines):
-        m = _CODE.match(lines[i])
-        if m is None:
-            i += 1
-            continue
-        end = _block_end(lines, i, m.group(1))
-        body = [ln for ln in lines[i + 1:end] if not re.match(r"^:\w[\w-]*:", ln)]
-        cells.append("".join(body))
-        i = end + 1
-    return cells
+    """The body of every code cell of ``text``: no fences, no option lines."""
+    return ["".join(ln for ln in piece.splitlines(keepends=True)[1:-1]
+                    if not re.match(r"^:\w[\w-]*:", ln))
+            for is_code, piece in _prose_and_code(text) if is_code]
 
 
 def _names(code: str) -> tuple[set[str], set[str]]:
