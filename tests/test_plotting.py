@@ -9,12 +9,12 @@ import pytest  # noqa: E402
 from genbounds.plotting import annotate_provenance, set_style  # noqa: E402
 
 
-def test_caption_names_scale_data_and_source(monkeypatch) -> None:
+def test_caption_names_scale_and_data_only(monkeypatch) -> None:
     monkeypatch.delenv("GENBOUNDS_SCALE", raising=False)
     set_style()
     fig, ax = plt.subplots()
-    text = annotate_provenance(fig, "synthetic", source="loaded from abc.json")
-    assert text == "scale: quick · data: synthetic · loaded from abc.json"
+    text = annotate_provenance(fig, "synthetic")
+    assert text == "scale: quick · data: synthetic"
     assert any(t.get_text() == text for t in fig.texts)
     plt.close(fig)
 

@@ -23,7 +23,7 @@ def test_bad_value_names_the_variable(monkeypatch) -> None:
 
 def test_banner(monkeypatch) -> None:
     monkeypatch.delenv("GENBOUNDS_SCALE", raising=False)
-    assert scale_banner("synthetic") == "scale: quick · data: synthetic · computed in this run"
+    assert scale_banner("synthetic") == "scale: quick · data: synthetic"
     with pytest.raises(ValueError, match="data"):
         scale_banner("  ")
     with pytest.raises(ValueError, match="scale"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import matplotlib
@@ -21,8 +21,15 @@ from genbounds.experiments.registry import (  # noqa: E402
     reproduce,
     stored_units,
 )
-from genbounds.plotting import annotate_provenance, label_stored, stored_source  # noqa: E402
-from genbounds.results import ResultStore, StaleResultWarning  # noqa: E402
+from genbounds.plotting import annotate_provenance, label_stored  # noqa: E402
+from genbounds.results import (  # noqa: E402
+    ResultStore,
+    StaleResultWarning,
+    clear_notes,
+    note_sources,
+    noted,
+    provenance_note,
+)
 from genbounds.results import provenance as prov  # noqa: E402
 
 
@@ -92,22 +99,60 @@ def test_stale_results_are_flagged_not_dropped(tmp_path, fake, monkeypatch) -> N
         warnings.simplefilter("error")
         found = stored_units("fake_stored_api", "paper", store=store, warn=False)
     assert found.complete and found.stale
-    assert "stale" in stored_source(found)
 
 
-def test_figure_and_panel_labels_name_device_and_date(tmp_path, fake) -> None:
+def test_captions_say_scale_and_data_and_the_page_note_says_the_rest(tmp_path, fake) -> None:
+    clear_notes()
     store = ResultStore(tmp_path, namespace="paper")
     parts = reproduce(fake, "paper", store=store)
     fig, ax = plt.subplots()
     text = annotate_provenance(fig, "fake data", scale="paper", stored=parts)
-    date = parts[0].created_utc[:10]
-    device = parts[0].device.split(" (")[0]  # "cpu" or "cuda", as recorded
-    short = "cpu" if device == "cpu" else parts[0].device.split("(")[1].split(")")[0]
-    assert "stored results (3 units)" in text and date in text and short in text
-    assert "stale" not in text
+    assert text == "scale: paper · data: fake data"
     panel = label_stored(ax, load_stored(fake, "paper", store=store), scale="paper")
-    assert panel.startswith("paper scale, stored: cpu") and panel.endswith(date)
+    assert panel == "paper scale, stored results"
     assert any(t.get_text() == panel for t in ax.texts)
+    # both named the same three units: under the figure's data and under the panels' label
+    assert [len(v) for v in noted().values()] == [3, 3]
+    note = provenance_note()
+    assert max(len(line) for line in note.splitlines()) <= 64
+    note = " ".join(note.split())  # the lines are wrapped for the column
+    date = parts[0].created_utc[:10]
+    assert "fake data: 3 units (3 computed while this page was built, 0 loaded" in note
+    assert date in note and "3 made by the running code" in note and "stale" not in note
     with pytest.raises(ValueError, match="stored"):
-        stored_source([])
+        label_stored(ax, [])
+    with pytest.warns(DeprecationWarning, match="source"):
+        annotate_provenance(fig, "fake data", scale="paper", source="old text")
     plt.close(fig)
+    clear_notes()
+    assert "stored results: none" in provenance_note()
+
+
+def test_the_page_note_names_stale_and_probe_carried_units(tmp_path, fake, monkeypatch) -> None:
+    clear_notes()
+    store = ResultStore(tmp_path, namespace="paper")
+    real = prov.code_fingerprint
+    monkeypatch.setattr(prov, "code_fingerprint", lambda modules=None: "0" * 16)
+    reproduce(fake, "paper", store=store)
+    monkeypatch.setattr(prov, "code_fingerprint", real)
+    found = stored_units("fake_stored_api", "paper", store=store, warn=False)
+    note_sources("old runs", found)
+    note = provenance_note(width=200)
+    assert "3 made by other code (stale" in note and "made by the running code" not in note
+    # a unit carried over by its probe is counted as such, not as the running code's
+    r = found.present[0]
+    migrated = {"method": "equivalent code (probe): outputs equal"}
+    carried = replace(r, stale=False, provenance=replace(
+        r.provenance, migrated=migrated, code_fingerprint=real(r.provenance.code_modules)))
+    clear_notes()
+    note_sources("carried", [carried])
+    assert "1 carried over to it by the study's probe" in provenance_note(width=200)
+    for bad in ("", "  ", None):
+        with pytest.raises(ValueError, match="label"):
+            note_sources(bad, found)  # type: ignore[arg-type]
+    for bad_stored in ([], "abc", [1, 2]):
+        with pytest.raises(ValueError, match="stored"):
+            note_sources("x", bad_stored)
+    with pytest.raises(ValueError, match="width"):
+        provenance_note(width=10)
+    clear_notes()

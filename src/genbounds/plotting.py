@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from genbounds.results.page_note import note_sources, results_of
 from genbounds.scale import SCALES, Scale, scale_banner
 
 __all__ = ["PALETTE", "annotate_provenance", "label_stored", "set_style", "stored_source"]
@@ -52,54 +52,15 @@ def _inline_format(fmt: str) -> None:
         set_matplotlib_formats(fmt)
 
 
-def _results_of(stored: Any) -> list[Any]:
-    """The :class:`~genbounds.results.StoredResult` objects in ``stored`` (one, a sequence,
-    a :class:`~genbounds.experiments.registry.StoredUnits`, or ``load_stored``'s pair)."""
-    from genbounds.results import StoredResult
-
-    if isinstance(stored, StoredResult):
-        return [stored]
-    present = getattr(stored, "present", None)
-    if present is not None:
-        return list(present)
-    if isinstance(stored, tuple) and len(stored) == 2 and isinstance(stored[0], dict):
-        stored = stored[1]  # (arrays, parts) as load_stored / load_or_run return them
-    if isinstance(stored, Sequence) and stored and all(isinstance(r, StoredResult)
-                                                       for r in stored):
-        return list(stored)
-    raise ValueError("stored must be a StoredResult, a non-empty sequence of them, "
-                     f"StoredUnits or load_stored's result, got {type(stored).__name__}")
-
-
-def _short_device(device: str) -> str:
-    """``"cuda (NVIDIA H100 80GB HBM3), torch 2.5"`` -> ``"NVIDIA H100 80GB HBM3"``."""
-    if "(" in device and ")" in device:
-        inner = device[device.index("(") + 1: device.index(")")]
-        head = device[: device.index("(")].strip()
-        return inner if head.startswith("cuda") else f"{head} ({inner.split(',')[0]})"
-    return device
-
-
 def stored_source(stored: Any) -> str:
-    """Where stored results came from, in one short phrase for a caption or panel.
+    """Deprecated: the page's provenance note replaces the source phrase under figures."""
+    import warnings
 
-    Says "stored", the device(s), the date (range), the total measured wall time, and "made
-    by older code" when any part's code fingerprint is stale. Accepts what
-    :func:`~genbounds.experiments.registry.load_stored` and
-    :func:`~genbounds.experiments.registry.stored_units` return, or stored results.
-    """
-    results = _results_of(stored)
-    devices = sorted({_short_device(r.provenance.device) for r in results})
-    dates = sorted(r.provenance.created_utc[:10] for r in results)
-    when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
-    wall = sum(r.provenance.wall_time_s for r in results)
-    hours = f"{wall / 3600:.1f} h" if wall >= 3600 else f"{wall / 60:.1f} min"
-    n = len(results)
-    text = (f"stored results ({n} unit{'s' if n != 1 else ''}): {', '.join(devices)}, "
-            f"{when}, {hours} wall")
-    if any(r.stale for r in results):
-        text += "; made by older code (stale)"
-    return text
+    warnings.warn("stored_source is deprecated: name the results with "
+                  "genbounds.results.note_sources and print provenance_note() in the page's "
+                  "folded provenance cell", DeprecationWarning, stacklevel=2)
+    note_sources("stored results", stored)
+    return "stored results"
 
 
 def annotate_provenance(
@@ -107,42 +68,46 @@ def annotate_provenance(
     data: str,
     *,
     scale: Scale | None = None,
-    source: str = "computed in this run",
     stored: Any = None,
+    source: str | None = None,
 ) -> str:
-    """Write the scale / data / source line under a figure and return it.
+    """Write the scale and data line under a figure and return it.
 
-    Every figure of the book calls this, so a reader always sees which scale produced it,
-    with what data, and whether it was computed in this run or loaded from stored results.
-    ``stored`` (stored results, as :func:`stored_source` accepts) replaces ``source`` by the
-    device, date and wall time those results record.
+    Every figure of the book calls this, so a reader always sees which scale produced it and
+    with what data. Where the numbers came from (devices, dates, code) goes to the page's folded
+    provenance note: ``stored`` (anything :func:`genbounds.results.results_of` accepts) is named
+    there under ``data`` (:func:`genbounds.results.note_sources`). ``source`` is deprecated and
+    refused when given with ``stored``.
     """
     if not isinstance(fig, plt.Figure):
         raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if source is not None:
+        import warnings
+
+        warnings.warn("annotate_provenance(source=...) is deprecated: the caption states the "
+                      "scale and data only; name stored results with stored= or "
+                      "genbounds.results.note_sources", DeprecationWarning, stacklevel=2)
+    text = scale_banner(data, scale=scale)
     if stored is not None:
-        source = stored_source(stored)
-    text = scale_banner(data, scale=scale, source=source)
+        note_sources(data, stored)
     fig.text(0.0, -0.02, text, ha="left", va="top", fontsize=8, color="0.35", wrap=True)
     return text
 
 
 def label_stored(ax: Any, stored: Any, *, scale: Scale | None = None) -> str:
-    """Label one panel made from stored results with scale, device and date; return the text.
+    """Label one panel made from stored results with its scale; return the text.
 
     For a figure that shows stored paper-scale results beside quick ones computed in the run:
-    the panel says which it is (the figure's own :func:`annotate_provenance` line covers the
-    rest). The text goes in the panel's lower right corner, 9 pt.
+    the panel says which it is ("paper scale, stored results"), in its lower right corner, 9 pt;
+    the results are named in the page's provenance note (:func:`genbounds.results.note_sources`).
     """
     if not isinstance(ax, plt.Axes):
         raise ValueError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    results = _results_of(stored)
     if scale is not None and scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    prefix = f"{scale} scale, " if scale else ""
-    dev = ", ".join(sorted({_short_device(r.provenance.device) for r in results}))
-    date = max(r.provenance.created_utc[:10] for r in results)
-    text = f"{prefix}stored: {dev}, {date}" + (" (stale code)" if any(r.stale for r in results)
-                                                else "")
+    results = results_of(stored)
+    text = (f"{scale} scale, " if scale else "") + "stored results"
+    note_sources(f"{scale + ' scale' if scale else 'stored'} results in figure panels", results)
     ax.text(0.99, 0.01, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=9,
             color="0.35")
     return text

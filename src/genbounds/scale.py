@@ -35,10 +35,8 @@ def get_scale() -> Scale:
     return raw  # type: ignore[return-value]
 
 
-def scale_banner(
-    data: str, *, scale: Scale | None = None, source: str = "computed in this run"
-) -> str:
-    """One line for a figure caption: which scale, which data, and where the numbers came from.
+def scale_banner(data: str, *, scale: Scale | None = None) -> str:
+    """One line for a figure caption: which scale and which data.
 
     Parameters
     ----------
@@ -46,12 +44,13 @@ def scale_banner(
         A short description of the data (e.g. ``"sparse majority, 300 train / 2,000 val"``).
     scale:
         Defaults to :func:`get_scale`.
-    source:
-        ``"computed in this run"`` or a description of the stored results used.
+
+    Where stored numbers came from is not a caption's business: the page's provenance note
+    (:func:`genbounds.results.provenance_note`) says it.
     """
-    if not data.strip():
+    if not isinstance(data, str) or not data.strip():
         raise ValueError("data must be a non-empty description")
     s = get_scale() if scale is None else scale
     if s not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {s!r}")
-    return f"scale: {s} · data: {data} · {source}"
+    return f"scale: {s} · data: {data}"

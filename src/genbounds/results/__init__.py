@@ -56,6 +56,13 @@ from genbounds.results.errors import (
 )
 from genbounds.results.files import default_results_dir
 from genbounds.results.keys import config_hash, config_to_dict
+from genbounds.results.page_note import (
+    clear_notes,
+    note_sources,
+    noted,
+    provenance_note,
+    results_of,
+)
 from genbounds.results.provenance import (
     CodeChangedError,
     Provenance,
@@ -93,6 +100,7 @@ __all__ = [
     "StoredResult",
     "UnsavedResultError",
     "check_namespace",
+    "clear_notes",
     "check_store",
     "checkpoints_in_progress",
     "code_fingerprint",
@@ -101,9 +109,13 @@ __all__ = [
     "config_to_dict",
     "default_results_dir",
     "describe_device",
+    "note_sources",
+    "noted",
+    "provenance_note",
     "quarantine",
     "repair_store",
     "report_damage",
+    "results_of",
     "run_sweep",
     "store_main",
     "summarize_provenance",
