@@ -61,9 +61,12 @@ class TrendResult:
 
     def describe(self, per: float = 1.0, unit: str = "") -> str:
         """Human-readable summary, the slope expressed per ``per`` units of ``x``."""
-        s = f"slope {self.slope * per:+.4g}{unit} per {per:g}"
-        ci = f"{self.level:.0%} CI [{self.ci_low * per:+.4g}, {self.ci_high * per:+.4g}]"
-        tests = f"t-test p = {self.p_value_t:.3g}, permutation p = {self.p_value_permutation:.3g}"
+        from genbounds.tables import format_number as f
+
+        s = f"slope {f(self.slope * per, 4, plus=True)}{unit} per {f(per)}"
+        ci = (f"{self.level:.0%} CI [{f(self.ci_low * per, 4, plus=True)}, "
+              f"{f(self.ci_high * per, 4, plus=True)}]")
+        tests = f"t-test p = {f(self.p_value_t)}, permutation p = {f(self.p_value_permutation)}"
         return f"{s} ({ci}; {tests}, n = {self.n})"
 
 

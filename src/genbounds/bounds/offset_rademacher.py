@@ -820,29 +820,31 @@ _NORMS = ("B", "B_w", "B_c", "B_v", "B_QK")
 def _counterexamples() -> dict[str, str]:
     """The registered counterexample of every statement the audit finds false, with its
     numbers computed here (exact) and by Monte Carlo in chapter 04."""
+    from genbounds.tables import format_number as fmt
+
     n, s = COUNTEREXAMPLE_N, COUNTEREXAMPLE_SIGMA
     sc = COUNTEREXAMPLE_SIGMA_COVER
     inst = {tag: one_token_instance(n, s, heads=H, layers=L)
             for tag, H, L in (("single", 1, 1), ("multi", 2, 1), ("deep", 1, 2))}
     base = ("one token (T = d = k = 1), input x = 1, every norm bound 1, ReLU, teacher f* = 0 "
-            "(B = 0), y = N(0, sigma^2) noise; the class is the constants in [-a, a] and g = f^2 "
-            "has kappa = 2a (chapter 04, one-token counterexample, Monte Carlo with its interval)")
+            "(B = 0), y = N(0, σ²) noise; the class is the constants in [-a, a] and g = f^2 "
+            "has κ = 2a (chapter 04, one-token counterexample, Monte Carlo with its interval)")
     out: dict[str, str] = {}
     for key, tag, what in (("thm_4_4", "single", "one head"), ("thm_4_7", "multi", "two heads"),
                            ("thm_4_11", "deep", "two layers")):
         v = inst[tag]
-        out[key] = (f"{what}, {base}: at n = {n}, sigma = {s:g} the printed bound "
-                    f"4 R_off(G, 1/M) = {v['printed_thm_4_4']:.2e} (free of sigma) but the "
-                    f"ERM's excess risk is {v['true_excess']:.2e}")
+        out[key] = (f"{what}, {base}: at n = {n}, σ = {fmt(s)} the printed bound "
+                    f"4 R^off(G, 1/M) = {fmt(v['printed_thm_4_4'])} (free of σ) but the "
+                    f"ERM's excess risk is {fmt(v['true_excess'])}")
     inst_c = {tag: one_token_instance(n, sc, heads=H, layers=L)
               for tag, H, L in (("single", 1, 1), ("multi", 2, 1), ("deep", 1, 2))}
     for key, tag, what in (("cor_4_5", "single", "one head"), ("cor_4_8", "multi", "two heads"),
                            ("cor_4_13", "deep", "two layers")):
         v = inst_c[tag]
-        out[key] = (f"{what}, {base}: at n = {n}, sigma = {sc:g} the printed corollary, "
-                    f"minimised over delta with N(delta) = ceil(a/delta), is "
-                    f"{v['printed_cor_4_5']:.2e} but the ERM's excess risk is "
-                    f"{v['true_excess']:.2e}")
+        out[key] = (f"{what}, {base}: at n = {n}, σ = {fmt(sc)} the printed corollary, "
+                    f"minimised over α with N(α) = ⌈a/α⌉, is "
+                    f"{fmt(v['printed_cor_4_5'])} but the ERM's excess risk is "
+                    f"{fmt(v['true_excess'])}")
     pv = printed_on_instance(n, sc)
     for key, tag in (("thm_b_1", "single"), ("thm_b_2", "multi"), ("thm_5_3", "deep"),
                      ("thm_b_4", "single"), ("thm_b_5", "multi"), ("thm_5_8", "deep"),
@@ -850,9 +852,9 @@ def _counterexamples() -> dict[str, str]:
         if pv[key] < pv[f"true_{tag}"]:
             what = {"single": "one head", "multi": "two heads", "deep": "two layers"}[tag]
             out[key] = (f"{base} ({what}; "
-                        f"M = 10, nu = 1 for Section 6): at n = {n}, sigma = {sc:g} the printed "
-                        f"bound is {pv[key]:.2e} but the ERM's excess risk is "
-                        f"{pv['true_' + tag]:.2e}")
+                        f"M = 10, ν = 1 for Section 6): at n = {n}, σ = {fmt(sc)} the printed "
+                        f"bound is {fmt(pv[key])} but the ERM's excess risk is "
+                        f"{fmt(pv['true_' + tag])}")
     return out
 
 
