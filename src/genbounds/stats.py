@@ -67,7 +67,7 @@ class TrendResult:
         ci = (f"{self.level:.0%} CI [{f(self.ci_low * per, 4, plus=True)}, "
               f"{f(self.ci_high * per, 4, plus=True)}]")
         tests = f"t-test p = {f(self.p_value_t)}, permutation p = {f(self.p_value_permutation)}"
-        return f"{s} ({ci}; {tests}, n = {self.n})"
+        return f"{s} ({ci}; {tests}; {self.n} runs)"
 
 
 def linear_trend(
