@@ -43,6 +43,14 @@ PAGE = """<!DOCTYPE html>
 </article></body></html>
 """
 
+#: a cell whose output is folded (MyST-NB's hide-output), holding a numbered, labelled table
+FOLDED_OUTPUT = (
+    '<div class="cell tag_hide-output"><details class="admonition hide above-output">'
+    '<summary><p class="admonition-title">Show code cell outputs</p></summary>'
+    '<div class="cell_output"><table id="tab-settings"><caption><span class="caption-number">'
+    "Table 3 </span>settings</caption><tr><td>0.25</td></tr></table></div></details></div>"
+)
+
 FAULTS = {
     "raw_tex": ("raw TeX in the text", "<p>Unrendered: $\\alpha + 1$ in prose.</p>"),
     "math_error": ("math error", '<p><span class="math">\\(\\frac{1}{2}}\\)</span></p>'),
@@ -110,6 +118,20 @@ FAULTS = {
                         '<tr><td style="overflow: hidden">so <span class="math">\\('
                         + " + ".join(f"c_{{{i}}}" for i in range(40)) + "\\)</span></td>"
                         "</tr></table>"),
+    # prose that sends the reader into a fold
+    "fold_pointer_p": ("prose points into a fold",
+                       "<p>The audit table is folded below; unfold it to see the steps.</p>"),
+    "fold_pointer_li": ("prose points into a fold",
+                        "<ul><li>the numbers: press Show code cell outputs</li></ul>"),
+    "fold_pointer_caption": ("prose points into a fold",
+                             "<figure><figcaption>Open the cell above for the data."
+                             "</figcaption></figure>"),
+    # a table inside a folded output (hide-output) that the prose names by number or link
+    "folded_table_number": ("prose names Table 3",
+                            "<p>Table 3 lists every setting.</p>" + FOLDED_OUTPUT),
+    "folded_table_link": ("links to a folded output",
+                          '<p>As <a href="#tab-settings">the settings table</a> shows.</p>'
+                          + FOLDED_OUTPUT),
 }
 
 #: pages that must pass: what the formatter prints, and things the new checks must not flag
@@ -125,6 +147,22 @@ CLEAN = {
         '<div class="proof" style="overflow: hidden"><p>And <span class="math">\\('
         + " + ".join(f"d_{{{i}}}" for i in range(8)) + "\\)</span> fits its box.</p></div>"
     ),
+    # folds the prose does not point into: a folded input (its output shown), a folded output
+    # the prose does not name, a solution in a dropdown that says "folded", "unfold" in code,
+    # and "Table 3" named in prose while Table 3 is in view
+    "clean_folds": (
+        '<div class="cell tag_hide-input"><details class="admonition hide above-input">'
+        '<summary><p class="admonition-title">Show code cell source</p></summary>'
+        '<div class="cell_input"><pre>x = 1  # folded</pre></div></details>'
+        '<div class="cell_output"><table id="tab-shown"><caption><span class="caption-number">'
+        "Table 3 </span>shown</caption><tr><td>0.5</td></tr></table></div></div>"
+        "<p>Table 3 lists the settings; <code>unfold()</code> is a function, and the provenance"
+        ' is below. Fixing <span class="math">\\(a\\)</span>, <span class="math">'
+        '\\(b\\)</span> and <span class="math">\\(c\\)</span> decides it.</p>'
+        + FOLDED_OUTPUT.replace("Table 3", "Table 4").replace("tab-settings", "tab-prov")
+        + '<div class="admonition solution dropdown"><p class="admonition-title">Solution</p>'
+        "<p>The proof is folded here, in the fold's own content.</p></div>"
+    ),
 }
 
 
@@ -134,7 +172,9 @@ READER_FINDINGS = {"shrunk_image", "wide_table", "wide_table_in_box", "tex_word"
                    "cut_equation", "bare_reference", "tall_page", "phone_scroll",
                    "code_name_table", "code_name_svg", "cell_bool", "cell_bool_list",
                    "cell_e_notation", "cell_e_short", "cell_norm", "cell_sqrt", "cell_power",
-                   "cell_command", "cell_caret", "cut_inline_clipped", "cut_inline_cell"}
+                   "cell_command", "cell_caret", "cut_inline_clipped", "cut_inline_cell",
+                   "fold_pointer_p", "fold_pointer_li", "fold_pointer_caption",
+                   "folded_table_number", "folded_table_link"}
 #: the page budget of the fixture site (the fault page is 6,000 px tall, the others < 2,000)
 BUDGET_PX = 5000
 

@@ -28,12 +28,22 @@ MathJax (served from the site itself, as on an offline copy), and fails when a p
   viewport (:data:`PHONE`, device emulation; a screenshot of its first screen goes to
   ``<out>/phone/``), an empty list printed as a result, and a figure or table label that shows
   a code name (:func:`genbounds.labels.code_names` and the BibTeX keys; SVG figures' text is
-  read from their files).
+  read from their files);
+- prose that points into a fold (``fold-pointer``): a paragraph, list item, caption, term or
+  table cell of the page that is not code, not a cell's input or output and not inside a fold
+  (``<details>``: the fold's own title and content are exempt) and that says "folded",
+  "unfold(s/ed/ing)", "open/expand the cell", "Show code cell", "hidden cell" or "click to
+  open/show/expand": the reader is sent to content the page hides, so the content belongs in
+  view (or the sentence goes);
+- folded evidence (``folded-evidence``): a table or figure inside a folded cell output (a
+  ``hide-output`` cell, whose ``<details>`` holds the ``.cell_output``; a folded *input* is
+  allowed, its output is shown) that prose outside the fold refers to, by a link to an id inside
+  the fold or by the number its caption carries ("Table 3", "Figure 2.1", "Fig. 2").
 
 Everything from "an image displayed below 60 %" on is a *reader finding* (:data:`FINDINGS`):
 always printed, with per-page counts per kind, and written to the report; fatal with
 ``--strict`` (``make check-site``) unless its kind is in :data:`PENDING`, the kinds the book
-does not meet yet (issue #26), which the lead removes one by one as the chapters are fixed;
+does not meet yet, which the lead removes one by one as the chapters are fixed;
 ``--strict --all-fatal`` shows what the book will have to meet.
 
 It saves a full-page screenshot of every page to ``<out>/<docname>.png`` and a JSON report to
@@ -268,6 +278,62 @@ for (const cell of article.querySelectorAll('table th, table td:first-child, fig
   c.querySelectorAll('code, kbd, samp, pre').forEach((e) => e.remove());
   out.labels.push(c.textContent);
 }
+// prose that points into a fold: a paragraph, list item, caption, term or table cell outside
+// code, outputs and every fold (details/summary: the fold's own content and its title)
+out.foldPointers = [];
+const foldWords = new RegExp('\\b(folded|unfold(s|ed|ing)?|(open|expand) (the|this|that) '
+  + '(code )?cells?|shows? code cells?|hidden (code )?cells?|click to (open|show|expand))\\b', 'i');
+const proseBlocks = 'p, li, figcaption, caption, dt, dd, td, th, .admonition-title';
+for (const el of article.querySelectorAll(proseBlocks)) {
+  if (el.closest('pre, code, .cell_output, .cell_input, details, summary, .dropdown')
+      || el.querySelector(proseBlocks)) continue;
+  const c = el.cloneNode(true);
+  c.querySelectorAll('code, kbd, samp, pre, mjx-container, .math').forEach((e) => e.remove());
+  const t = (c.textContent || '').replace(/\s+/g, ' ');
+  const m = t.match(foldWords);
+  if (m) {
+    out.foldPointers.push(`"${t.slice(Math.max(0, m.index - 40), m.index + 40).trim()}"`);
+  }
+}
+// a table or figure inside a folded cell output (hide-output) that prose refers to: by a link to
+// an id in it, or by the number its caption carries ("Table 3", "Figure 2.1")
+out.foldedRefs = [];
+const foldedIds = new Map();
+const foldedNumbers = new Map();
+for (const d of article.querySelectorAll('.cell details')) {
+  if (!d.querySelector('.cell_output')) continue;  // a folded input only: its output is shown
+  for (const x of d.querySelectorAll('table, img, figure, svg, [id]')) {
+    const host = x.closest('figure, table') || x;
+    const what = describe(host).slice(0, 60);
+    if (x.id) foldedIds.set(x.id, what);
+    for (const cap of host.querySelectorAll('caption, figcaption, .caption-number')) {
+      const n = (cap.textContent || '').match(/\b(Table|Fig\.|Figure)\s+(\d+(\.\d+)*)/);
+      if (n) foldedNumbers.set(`${n[1] === 'Fig.' ? 'Figure' : n[1]} ${n[2]}`, what);
+    }
+  }
+}
+if (foldedIds.size || foldedNumbers.size) {
+  for (const el of article.querySelectorAll(proseBlocks)) {
+    if (el.closest('details, summary, .cell_output, pre') || el.querySelector(proseBlocks)) {
+      continue;
+    }
+    for (const a of el.querySelectorAll('a[href*="#"]')) {
+      const id = decodeURIComponent((a.getAttribute('href') || '').split('#').pop());
+      if (foldedIds.has(id)) {
+        out.foldedRefs.push(`"${(a.textContent || '').trim().slice(0, 40)}" links to a folded `
+          + `output: ${foldedIds.get(id)}`);
+      }
+    }
+    const t = (el.textContent || '').replace(/\s+/g, ' ');
+    for (const m of t.matchAll(/\b(Table|Fig\.|Figure)\s+(\d+(\.\d+)*)/g)) {
+      const key = `${m[1] === 'Fig.' ? 'Figure' : m[1]} ${m[2]}`;
+      if (foldedNumbers.has(key)) {
+        out.foldedRefs.push(`prose names ${key}, which is in a folded output: `
+          + foldedNumbers.get(key));
+      }
+    }
+  }
+}
 out.height = document.documentElement.scrollHeight;
 for (const img of document.images) {
   out.imageCount += 1;
@@ -362,6 +428,8 @@ FINDINGS: dict[str, str] = {
     "tall-page": "a page taller than the budget at 1,280 px",
     "phone-scroll": "a page that scrolls sideways at a 390 px phone viewport",
     "code-name-label": "a figure or table label that shows a code name (registry key, BibTeX key)",
+    "fold-pointer": "reader prose that points into a fold ('folded', 'unfold', 'Show code cell')",
+    "folded-evidence": "a table or figure in a folded cell output that prose refers to",
 }
 
 #: Issue #26: kinds the book still fails. They are reported with per-page counts but do not fail
@@ -369,15 +437,13 @@ FINDINGS: dict[str, str] = {
 #: report's last lines say which pending kinds already pass everywhere).
 PENDING: frozenset[str] = frozenset()  # every kind is fatal since 2026-11-26 (issue #26)
 
-#: The height budget of a page at 1,280 px (issue #26: about 30,000 px, some 33 screens).
-PAGE_BUDGET_PX = 30_000
-#: Pages still over :data:`PAGE_BUDGET_PX` (issue #26), each with the ceiling it may not exceed:
-#: its measured height at 1,280 px when the kind became fatal plus a little room. A ratchet,
-#: lowered as the page is shortened and removed once it fits the budget.
-OVER_BUDGET_PX: dict[str, int] = {
-    # empty since 2026-11-26: chapter 02 (32,582 px) moved its covering lemmas, printed forms and
-    # audit tables to an appendix page (book/appendix_trauger_tewari, 19,784 px) and is 29,388 px
-}
+#: The height budget of every page at 1,280 px (about 17 screens): a chapter longer than this
+#: is split into pages (toc ``sections:`` of its first page).
+PAGE_BUDGET_PX = 15_000
+#: Temporary exceptions to :data:`PAGE_BUDGET_PX`, docname -> the ceiling that page may not
+#: exceed (its measured height plus a little room): a ratchet, lowered as the page is shortened
+#: and removed once it fits. Empty: every page meets the budget.
+OVER_BUDGET_PX: dict[str, int] = {}
 #: The phone viewport (CSS px) at which no page may scroll sideways.
 PHONE = (390, 844)
 
@@ -703,6 +769,8 @@ def check_page(
     result.add("unformatted-cell", info["tableCells"])
     result.add("bare-reference", [f"reference without number or title: {e}"
                                   for e in info["bareRefs"]])
+    result.add("fold-pointer", [f"prose points into a fold: {e}" for e in info["foldPointers"]])
+    result.add("folded-evidence", info["foldedRefs"])
     result.height = int(info["height"])
     budget_px = max(budget_px, OVER_BUDGET_PX.get(docname, 0))
     if result.height > budget_px:
