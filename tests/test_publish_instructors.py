@@ -160,14 +160,15 @@ def test_the_book_key_covers_every_exercise_once() -> None:
 
 
 def test_every_exercise_of_the_book_has_a_solution() -> None:
-    for chapter in ie.se.chapters(ROOT):
-        assert ie.missing_solutions(chapter.read_text(encoding="utf-8"), chapter.name) == []
+    for stem, pages in ie.se.chapter_pages(ROOT).items():
+        assert ie.missing_solutions(ie.chapter_text(pages), stem) == []
 
 
 def test_summaries_name_what_the_chapters_have() -> None:
     _, course = ie.load(ROOT)
+    pages = ie.se.chapter_pages(ROOT)
     for chapter, spec in course["summaries"].items():
-        text = (ROOT / "notebooks" / f"{chapter}.md").read_text(encoding="utf-8")
+        text = ie.chapter_text(pages[chapter])  # every page of the chapter
         for label in spec["statements"]:
             assert re.search(rf"^```{{prf:\w+}}.*\n:label: {re.escape(label)}\n", text, re.M), \
                 (chapter, label)
@@ -323,3 +324,58 @@ def test_a_missing_glued_value_or_figure_is_named(tmp_path: Path) -> None:
 def test_missing_build_stops_clearly(tmp_path: Path) -> None:
     assert ie.main(["--html", str(tmp_path / "none"), "--out", str(tmp_path / "o")]) == 2
 
+
+
+# --- a chapter of several pages ---------------------------------------------------------------
+
+
+def _split_book(tmp: Path) -> dict[str, Path]:
+    """The fixture chapter as three pages: the first (statement, figure cell, glue), an
+    executed section page (the exercises and solutions, a glued value), a plain appendix."""
+    import shutil
+
+    b = _book(tmp)
+    head, tail = CHAPTER.split("## Exercises", 1)
+    nb_dir, ex = tmp / "notebooks", b["executed"] / "notebooks"
+    (nb_dir / "c.md").write_text(head)
+    (nb_dir / "c_more.md").write_text("# More c\n\n## Exercises" + tail)
+    (tmp / "book").mkdir()
+    (tmp / "book" / "appendix_c.md").write_text("# Appendix c\n\nThe long proofs.\n")
+    (tmp / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n  - caption: P\n    numbered: 1\n"
+        "    chapters:\n      - file: notebooks/c\n        sections:\n"
+        "          - file: notebooks/c_more\n          - file: book/appendix_c\n")
+    # the built pages: the statement on the first, the exercises on the section page
+    first, rest = HTML.split('<div class="exercise admonition" id="ex-c-1">', 1)
+    (b["html"] / "notebooks" / "c.html").write_text(first + "</article></body></html>")
+    (b["html"] / "notebooks" / "c_more.html").write_text(
+        '<html><body><article><h1>More c</h1><div class="exercise admonition" id="ex-c-1">'
+        + rest)
+    (b["html"] / "book").mkdir()
+    (b["html"] / "book" / "appendix_c.html").write_text("<html><body><h1>A</h1></body></html>")
+    # the glued value 'gap' comes from the section page, the rest from the first page
+    glue = json.loads((ex / "c.glue.json").read_text())
+    (ex / "c_more.glue.json").write_text(json.dumps({"gap": glue.pop("gap")}))
+    (ex / "c.glue.json").write_text(json.dumps(glue))
+    shutil.copy(ex / "c.ipynb", ex / "c_more.ipynb")
+    return b
+
+
+def test_a_chapter_of_several_pages_is_one_chapter(tmp_path: Path) -> None:
+    b = _split_book(tmp_path)
+    assert [p.name for p in ie.se.chapter_pages(b["root"])["c"]] == [
+        "c.md", "c_more.md", "appendix_c.md"]
+    assert [p.name for p in ie.se.chapters(b["root"])] == ["c.md", "c_more.md"]
+    assert ie.chapter_exercises(b["root"]) == {"c": ["ex-c-1", "ex-c-2"]}
+    assert ie.write_edition(b["root"], b["html"], b["executed"], b["out"]) == []
+    page = (b["out"] / "summary-c.html").read_text()
+    assert "<b>Theorem 3.1</b> The bound" in page and "The gap is 0.12 on 4 runs" in page
+    assert "Because the numerator never exceeds" in (b["out"] / "solutions.html").read_text()
+    # the section page's glued value is needed: without that page the summary names it
+    (b["executed"] / "notebooks" / "c_more.glue.json").unlink()
+    assert ie.write_edition(b["root"], b["html"], b["executed"], b["out"]) == [
+        "c: no glued value 'gap' in the executed chapter"]
+    # a section page that is not built is named
+    (b["html"] / "notebooks" / "c_more.html").unlink()
+    assert any("no built page" in p and "c_more.html" in p
+               for p in ie.write_edition(b["root"], b["html"], b["executed"], b["out"]))

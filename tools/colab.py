@@ -67,8 +67,42 @@ def toc_docnames(toc_path: Path) -> list[str]:
     toc = yaml.safe_load(Path(toc_path).read_text())
     if not isinstance(toc, dict) or "root" not in toc:
         raise ValueError(f"toc_path: {toc_path} has no 'root' entry")
-    docs = [str(toc["root"]), *_toc_files([toc])]
-    return [str(Path(d).with_suffix("")) if Path(d).suffix in SOURCE_SUFFIXES else d for d in docs]
+    return [_docname(d) for d in (str(toc["root"]), *_toc_files([toc]))]
+
+
+def _docname(file: object) -> str:
+    d = str(file)
+    return str(Path(d).with_suffix("")) if Path(d).suffix in SOURCE_SUFFIXES else d
+
+
+def toc_chapters(toc_path: Path) -> dict[str, list[str]]:
+    """The book's chapters in reading order: each ``chapters:`` entry of ``_toc.yml`` (its first
+    page's docname) with all its pages, the first page then its ``sections:`` (nested ones too),
+    in reading order. A chapter is the unit of learning goals, exercises and the course plan;
+    its pages may be executed notebooks or plain MyST pages (an appendix)."""
+    toc = yaml.safe_load(Path(toc_path).read_text())
+    if not isinstance(toc, dict) or "root" not in toc:
+        raise ValueError(f"toc_path: {toc_path} has no 'root' entry")
+    out: dict[str, list[str]] = {}
+
+    def walk(entries: list[Mapping[str, Any]]) -> None:
+        for entry in entries:
+            if "parts" in entry:
+                walk(entry["parts"])
+            for chapter in entry.get("chapters", []):
+                if "file" not in chapter:
+                    continue
+                first = _docname(chapter["file"])
+                sections = _toc_files(chapter.get("sections", []))
+                out[first] = [first, *(_docname(f) for f in sections)]
+
+    walk([toc])
+    return out
+
+
+def chapter_of(toc_path: Path) -> dict[str, str]:
+    """Every page of a chapter -> its chapter (the first page's docname)."""
+    return {page: first for first, pages in toc_chapters(toc_path).items() for page in pages}
 
 
 def source_path(root: Path, docname: str) -> Path:
@@ -93,7 +127,8 @@ def is_notebook(path: Path) -> bool:
 
 
 def notebook_docnames(root: Path, toc_path: Path | None = None) -> list[str]:
-    """The chapters that are notebooks, in the order of ``_toc.yml``."""
+    """Every page that is an executed notebook (a chapter's first page or one of its section
+    pages), in the order of ``_toc.yml``."""
     root = Path(root)
     toc = toc_path if toc_path is not None else root / "_toc.yml"
     return [d for d in toc_docnames(toc) if is_notebook(source_path(root, d))]

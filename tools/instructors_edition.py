@@ -82,10 +82,20 @@ def solution_blocks(text: str) -> dict[str, str]:
     return out
 
 
+def chapter_text(pages: list[Path]) -> str:
+    """The MyST source of a chapter: its pages in reading order, one after the other."""
+    return "\n\n".join(p.read_text(encoding="utf-8") for p in pages)
+
+
 def chapter_exercises(root: Path) -> dict[str, list[str]]:
-    """``{chapter stem: its exercise labels}`` for every chapter of the table of contents."""
-    return {c.stem: exercise_labels(c.read_text(encoding="utf-8"), c.name)
-            for c in se.chapters(root)}
+    """``{chapter: its exercise labels}`` for every chapter of the table of contents (named by
+    its first page's stem; the exercises of all its pages, in reading order)."""
+    return {stem: exercise_labels(chapter_text(pages), stem)
+            for stem, pages in se.chapter_pages(root).items()}
+
+
+def _docname(root: Path, page: Path) -> str:
+    return page.relative_to(root).with_suffix("").as_posix()
 
 
 def load(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -369,24 +379,33 @@ class Book:
 
     def __init__(self, root: Path, html_dir: Path, executed: Path) -> None:
         self.root, self.html_dir, self.executed = root, html_dir, executed
-        self.chapters = se.chapters(root)
+        #: ``{chapter: the docnames of its pages}``, in reading order
+        self.pages = {stem: [_docname(root, p) for p in pages]
+                      for stem, pages in se.chapter_pages(root).items()}
         self.numbers: dict[str, tuple[str, str]] = {}
         self.exercise_html: dict[str, str] = {}
         self.solution_html: dict[str, str] = {}
         self.titles: dict[str, str] = {}
         self.problems: list[str] = []
-        for chapter in self.chapters:
-            rel = f"notebooks/{chapter.stem}.html"
-            path = html_dir / rel
-            if not path.exists():
-                self.problems.append(f"{chapter.stem}: no built page {path} (make book)")
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-            self.numbers.update(numbered(text))
-            ex, sol = rendered(text, rel)
-            self.exercise_html.update(ex)
-            self.solution_html.update(sol)
-            self.titles[chapter.stem] = chapter_title(text)
+        for stem, docs in self.pages.items():
+            for doc in docs:
+                rel = f"{doc}.html"
+                path = html_dir / rel
+                if not path.exists():
+                    self.problems.append(f"{stem}: no built page {path} (make book)")
+                    continue
+                text = path.read_text(encoding="utf-8", errors="replace")
+                self.numbers.update(numbered(text))
+                ex, sol = rendered(text, rel)
+                self.exercise_html.update(ex)
+                self.solution_html.update(sol)
+                if doc == docs[0]:
+                    self.titles[stem] = chapter_title(text)
+
+    def executed_pages(self, chapter: str) -> list[Path]:
+        """The executed notebooks of the chapter's pages that exist, in reading order."""
+        paths = [self.executed / f"{doc}.ipynb" for doc in self.pages.get(chapter, [chapter])]
+        return [p for p in paths if p.exists()]
 
     def number(self, label: str) -> str:
         return self.numbers.get(label, ("", ""))[0] or label
@@ -491,13 +510,26 @@ after the lecture and due at the next one; the exam ({len(exam)} exercises, see
 
 def summary_page(book: Book, chapter: str, spec: dict[str, Any]) -> str:
     """One printable page: key statements, the main figure, the result in glued numbers."""
-    ex_path = book.executed / "notebooks" / f"{chapter}.ipynb"
-    if not ex_path.exists():
-        raise ValueError(f"{chapter}: no executed notebook {ex_path} (make book)")
-    nb = nbformat.read(ex_path, as_version=4)
-    values = glue_values(nb, ex_path.with_name(f"{chapter}.glue.json"))
+    paths = book.executed_pages(chapter)
+    if not paths:
+        raise ValueError(f"{chapter}: no executed notebook of its pages in {book.executed} "
+                         "(make book)")
+    # the glued values and the main figure may be on any page of the chapter
+    notebooks = [nbformat.read(p, as_version=4) for p in paths]
+    values: dict[str, dict] = {}
+    for nb, path in zip(notebooks, paths, strict=True):
+        values.update(glue_values(nb, path.with_name(f"{path.stem}.glue.json")))
     result = markdown(fill(spec["result"], values, chapter))
-    uri = figure_uri(nb, spec["figure"], chapter)
+    uri = ""
+    for nb in notebooks:
+        try:
+            uri = figure_uri(nb, spec["figure"], chapter)
+            break
+        except ValueError:
+            continue
+    if not uri:
+        raise ValueError(f"{chapter}: no executed cell containing {spec['figure']!r} shows a "
+                         "figure")
     items = []
     for lab in spec["statements"]:
         if lab not in book.numbers:
@@ -518,8 +550,8 @@ def write_edition(root: Path, html_dir: Path, executed: Path, out: Path) -> list
     grading, course = load(root)
     exercises = chapter_exercises(root)
     problems = check_key(grading, course, exercises)
-    for chapter in se.chapters(root):
-        problems += missing_solutions(chapter.read_text(encoding="utf-8"), chapter.name)
+    for stem, pages in se.chapter_pages(root).items():
+        problems += missing_solutions(chapter_text(pages), stem)
     if problems:
         return problems
     book = Book(root, html_dir, executed)

@@ -43,7 +43,6 @@ from pathlib import Path
 
 import jupytext
 import nbformat
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 _FENCE = re.compile(r"^(`{3,}|:{3,})\{(solution|solution-start|solution-end)\}")
@@ -239,20 +238,33 @@ def names_only_in_solutions(removed: list[str], student_text: str) -> list[str]:
     return sorted((loaded & sol_bound) - bound)
 
 
+def chapter_pages(root: Path) -> dict[str, list[Path]]:
+    """``{chapter: the source of each of its pages}`` in reading order, for every chapter of
+    ``_toc.yml`` whose first page is a notebook (``notebooks/``): the chapter is named by its
+    first page's stem, its pages are that page then its ``sections:`` (executed notebooks
+    ``notebooks/*.md`` or plain MyST pages such as ``book/appendix_*.md``)."""
+    import colab  # tools/colab.py
+
+    out: dict[str, list[Path]] = {}
+    for first, pages in colab.toc_chapters(root / "_toc.yml").items():
+        if first.startswith("notebooks/") and (root / f"{first}.md").exists():
+            out[Path(first).name] = [root / f"{d}.md" for d in pages
+                                     if (root / f"{d}.md").exists()]
+    return out
+
+
 def chapters(root: Path) -> list[Path]:
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files: list[str] = []
+    """Every executed page of every chapter (``notebooks/*.md``, first pages and section pages),
+    in reading order: each becomes a student notebook with its solutions removed."""
+    return [p for pages in chapter_pages(root).values() for p in pages
+            if p.parent == root / "notebooks"]
 
-    def walk(entries: list[dict]) -> None:
-        for e in entries:
-            if "file" in e:
-                files.append(str(e["file"]))
-            for key in ("parts", "chapters", "sections"):
-                walk(e.get(key, []))
 
-    walk([toc])
-    return [root / f"{f}.md" for f in files if f.startswith("notebooks/")
-            and (root / f"{f}.md").exists()]
+def plain_pages(root: Path) -> list[Path]:
+    """The chapters' pages that are plain MyST (an appendix under ``book/``): their solutions
+    are removed too, in the copied sources."""
+    return [p for pages in chapter_pages(root).values() for p in pages
+            if p.parent != root / "notebooks"]
 
 
 def attach_outputs(student: nbformat.NotebookNode, executed: nbformat.NotebookNode) -> int:
@@ -341,6 +353,11 @@ def write_edition(root: Path, out: Path, executed: Path | None = None
         config.replace("execute_notebooks: force", 'execute_notebooks: "off"')
         .replace("title: ", "title: (Student edition) ", 1))
     problems: list[str] = without_instructors(src)
+    for page in plain_pages(root):
+        student, removed = strip_solutions(page.read_text(encoding="utf-8"))
+        if removed:
+            (src / page.relative_to(root)).write_text(rewrite_prose(student), encoding="utf-8")
+            print(f"student edition: {page.name}: {len(removed)} solutions removed")
     (out / "notebooks").mkdir(parents=True)
     for chapter in chapters(root):
         text = chapter.read_text(encoding="utf-8")
@@ -413,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             # a line a solution shares with any student source (another chapter's code, an
             # exercise's starter code) is not a leak; only lines found nowhere but a solution
             stripped = {c: strip_solutions(c.read_text(encoding="utf-8"))
-                        for c in chapters(args.root)}
+                        for c in chapters(args.root) + plain_pages(args.root)}
             every_student_source = "\n".join(st for st, _ in stripped.values())
             for chapter, (_, removed) in stripped.items():
                 problems += [f"{chapter.name}: solution text in the built HTML: {leak[:80]!r}"
