@@ -77,8 +77,8 @@ def test_wrap_comments_and_bad_input() -> None:
 
 @pytest.mark.parametrize("chapter", fmt.FORMATTED)
 def test_formatted_chapters_stay_formatted(chapter: str) -> None:
-    """The chapters listed in FORMATTED are formatted (issue #26): rerun
-    `python tools/format_notebooks.py <chapter>` after editing one."""
+    """Every notebook page (FORMATTED: those of _toc.yml and every notebooks/*.md) is
+    formatted: rerun `python tools/format_notebooks.py <page>` after editing one."""
     assert fmt.main(["--check", str(ROOT / chapter)]) == 0
 
 
@@ -102,3 +102,19 @@ def test_cells_in_exercise_boxes_are_narrower() -> None:
     out = fmt.format_text(text, 75).split("```{code-cell} ipython3\n")
     assert long_call.strip() in out[1]  # 73 characters fit the column
     assert long_call.strip() not in out[2]  # but not a box (75 - BOX_INDENT)
+
+
+def test_formatted_pages_come_from_the_toc_and_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "book").mkdir()
+    for name in ("c.md", "c_more.md", "d.md", "unlisted.md"):
+        (tmp_path / "notebooks" / name).write_text("# x\n")
+    (tmp_path / "book" / "appendix_c.md").write_text("# A\n")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/appendix_c\nchapters:\n  - file: notebooks/d\n"
+        "  - file: notebooks/c\n    sections:\n      - file: notebooks/c_more\n"
+        "      - file: book/appendix_c\n")
+    assert fmt.formatted_pages(tmp_path) == (
+        "notebooks/d.md", "notebooks/c.md", "notebooks/c_more.md", "notebooks/unlisted.md")
+    assert set(fmt.FORMATTED) == {p.relative_to(ROOT).as_posix()
+                                  for p in (ROOT / "notebooks").glob("*.md")}

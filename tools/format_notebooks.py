@@ -41,17 +41,23 @@ BOX_INDENT = 8
 _OPEN = re.compile(r"^(`{3,})\{code-cell\}")
 _MAGIC = re.compile(r"^(\s*)([%!].*)$")
 _MAGIC_MARK = "# __format_notebooks_magic__ "
-#: the chapters already formatted (all of them, issue #26): tests/test_publish_format.py checks
-#: that they stay so
-FORMATTED = (
-    "notebooks/01_foundations.md",
-    "notebooks/02_trauger_tewari.md",
-    "notebooks/03_shallow_gd.md",
-    "notebooks/04_offset_rademacher.md",
-    "notebooks/05_effective_rank.md",
-    "notebooks/06_comparison.md",
-    "notebooks/07_certificates.md",
-)
+
+
+def formatted_pages(root: Path = ROOT) -> tuple[str, ...]:
+    """Every page that must stay formatted: the notebook pages of ``_toc.yml`` in reading order
+    (chapters' first pages and their section pages), then any other ``notebooks/*.md`` (a page
+    not listed yet), as paths relative to ``root``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import colab  # tools/colab.py
+
+    listed = [f"{d}.md" for d in colab.toc_docnames(root / "_toc.yml")
+              if d.startswith("notebooks/") and (root / f"{d}.md").exists()]
+    rest = sorted(p.relative_to(root).as_posix() for p in (root / "notebooks").glob("*.md"))
+    return tuple(dict.fromkeys([*listed, *rest]))
+
+
+#: the pages tests/test_publish_format.py checks stay formatted (every notebooks/*.md page)
+FORMATTED = formatted_pages()
 
 
 @dataclass
