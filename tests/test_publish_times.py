@@ -28,6 +28,8 @@ def test_table_has_one_row_per_study_and_sums_the_stored_times(
     rows = [ln for ln in text.splitlines()[2:] if ln.startswith("|")]
     assert len(rows) == len(registered_experiments())
     assert all("not stored" in r and "0 of" in r for r in rows)  # an empty store
+    # the chapter column is narrow: "chapter 2" linking to the chapter's first page
+    assert "{doc}`chapter 2 <../notebooks/02_trauger_tewari>`" in text
     assert all(name in st.CHAPTER and name in st.TITLE
                for name in (e.name for e in registered_experiments()))
 
