@@ -550,8 +550,8 @@ def write_edition(root: Path, html_dir: Path, executed: Path, out: Path) -> list
     grading, course = load(root)
     exercises = chapter_exercises(root)
     problems = check_key(grading, course, exercises)
-    for stem, pages in se.chapter_pages(root).items():
-        problems += missing_solutions(chapter_text(pages), stem)
+    for stem, sources in se.chapter_pages(root).items():
+        problems += missing_solutions(chapter_text(sources), stem)
     if problems:
         return problems
     book = Book(root, html_dir, executed)
