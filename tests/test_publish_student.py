@@ -176,3 +176,36 @@ def test_student_cell_missing_from_the_executed_notebook_is_named() -> None:
 
 def test_missing_executed_notebooks_stop_clearly(tmp_path: Path) -> None:
     assert se.main(["--out", str(tmp_path / "s"), "--executed", str(tmp_path / "none")]) == 2
+
+
+def test_a_chapter_of_several_pages_loses_every_solution(tmp_path: Path) -> None:
+    """A chapter whose exercises are on an executed section page and on a plain appendix page:
+    every page is in the edition, no solution is left on any of them."""
+    root = tmp_path / "root"
+    for d in ("notebooks", "book", "tools"):
+        (root / d).mkdir(parents=True)
+    (root / "_config.yml").write_text("title: t\nexecute:\n  execute_notebooks: force\n")
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n  - caption: P\n    numbered: 1\n"
+        "    chapters:\n      - file: notebooks/c\n        sections:\n"
+        "          - file: notebooks/c_more\n          - file: book/appendix_c\n")
+    (root / "book" / "intro.md").write_text("# Intro\n")
+    front = ("---\njupytext:\n  text_representation:\n    extension: .md\n"
+             "    format_name: myst\nkernelspec:\n  display_name: Python 3\n  name: python3\n"
+             "---\n")
+    exercise = ("```{{exercise}}\n:label: ex-{0}\n\nShow {0}.\n```\n\n```{{solution}} ex-{0}\n"
+                ":class: dropdown\n\nThe secret of {0} is bisection.\n```\n")
+    (root / "notebooks" / "c.md").write_text(
+        front + "# C\n\n```{code-cell} ipython3\nimport math\n```\n")
+    (root / "notebooks" / "c_more.md").write_text(
+        front + "# C, more\n\n```{code-cell} ipython3\nimport math\n```\n\n"
+        + exercise.format("more"))
+    (root / "book" / "appendix_c.md").write_text("# Appendix C\n\n" + exercise.format("app"))
+    assert [p.name for p in se.chapters(root)] == ["c.md", "c_more.md"]
+    assert [p.name for p in se.plain_pages(root)] == ["appendix_c.md"]
+    problems, src = se.write_edition(root, tmp_path / "student")
+    assert problems == []
+    for rel in ("notebooks/c_more.md", "book/appendix_c.md"):
+        text = (src / rel).read_text()
+        assert "{solution" not in text and "secret" not in text and "{exercise}" in text, rel
+    assert (tmp_path / "student" / "notebooks" / "c_more.ipynb").exists()
