@@ -407,3 +407,16 @@ def test_a_sphinx_build_publishes_plain_notebooks(book: Path) -> None:
         assert "The rate is 0.123 and the count 12,345;" in text
         assert "**Exercise 1**" in text and "<summary><b>Exercise 2</b></summary>" in text
         assert published.cells[0].metadata["tags"][0] == colab.SETUP_TAG
+
+
+def test_a_role_whose_text_runs_on_to_the_next_line(book: Path) -> None:
+    """MyST reads a role across a line break ({doc}`the\\nintroduction <...>`); so does the
+    conversion (chapters of several pages link their pages so)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        "See {doc}`the\nintroduction <../book/intro>` and `code` then {doc}`the other\n"
+        "page <../book/other>`.\n\nNext paragraph.")])
+    out = pn.plain_notebook(nb, colab.read_book(book), "notebooks/01_a", {})
+    text = _markdown(out)
+    # without a site URL a page is named in italics (with one, linked)
+    assert "See *the\nintroduction* and `code` then *the other\npage*." in text, text
+    assert pn.myst_leftovers(out) == [], text

@@ -562,6 +562,14 @@ def _block(ch: _Chapter, lines: list[str]) -> list[str]:
             continue
         if line.count("$$") % 2 == 1:
             in_math = not in_math
+        # a role whose text runs on to the next line ({doc}`the experiment\npage <x>`): read
+        # it whole (up to three lines), as MyST does
+        joined = 0
+        while not in_math and joined < 2 and i + 1 < len(lines) and lines[i + 1].strip() \
+                and _OPEN_ROLE.search(_SPAN.sub("", line)):
+            i += 1
+            joined += 1
+            line = f"{line}\n{lines[i]}"
         out.append(LABELLED_MATH.sub("$$", _inline(ch, line)))
         i += 1
     return out
@@ -598,6 +606,8 @@ def plain_notebook(nb: nbformat.NotebookNode, book: Book, docname: str,
 
 _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})(?!`*\{)")
 _SPAN = re.compile(r"(?<![}`])(`+)(?!\{)[^`]*?\1(?!`)")
+#: a role opened on a line and not closed on it
+_OPEN_ROLE = re.compile(r"\{[A-Za-z][\w:.+-]*\}`[^`]*$")
 
 
 def _without_code(text: str) -> str:
