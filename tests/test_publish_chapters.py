@@ -4,9 +4,10 @@ first page and its ``sections:`` (executed notebooks or plain MyST appendix page
 
 Learning goals on the first page; formal statements in sphinx-proof directives somewhere in the
 chapter; a summary, at least three exercises (sphinx-exercise) each with a folded solution, and a
-bibliography with a key prefix on its LAST page; every executed page has its own set-up cell (it
-runs alone: its first code cell imports what it uses) and, where it cites, its own bibliography
-with a key prefix no other page uses. New chapters are checked as soon as they are listed.
+bibliography with a key prefix on its LAST page (appendix pages, ``book/appendix_*``, may follow
+it, as an appendix follows a chapter; they hold no summary or exercises); every executed page
+has its own set-up cell (it runs alone: its first code cell imports what it uses) and, where it
+cites, its own bibliography with a key prefix no other page uses. New chapters are checked as soon as they are listed.
 """
 
 from __future__ import annotations
@@ -58,7 +59,12 @@ def shape_problems(root: Path, pages: list[str]) -> list[str]:
     """What a chapter of ``pages`` (docnames, first page first) lacks (empty when it has the
     shape of a course chapter)."""
     texts = {d: colab.source_path(root, d).read_text(encoding="utf-8") for d in pages}
-    first, last = pages[0], pages[-1]
+    # the chapter's last page: its last page that is not an appendix (plain pages named
+    # appendix_*, which may follow it, as a book's appendix follows its chapters)
+    end = len(pages)
+    while end > 1 and Path(pages[end - 1]).name.startswith("appendix_"):
+        end -= 1
+    first, last = pages[0], pages[end - 1]
     problems: list[str] = []
     if "Learning goals" not in _headings(texts[first]):
         problems.append(f"{first}: no '## Learning goals' on the chapter's first page")
@@ -69,7 +75,7 @@ def shape_problems(root: Path, pages: list[str]) -> list[str]:
     if not problems and not (heads.index("Summary") < heads.index("Exercises")
                              < heads.index("References")):
         problems.append(f"{last}: summary, exercises and references not in that order")
-    for doc in pages[1:-1]:
+    for doc in [d for d in pages[1:] if d != last]:
         for moved in ("Summary", "Exercises"):
             if moved in _headings(texts[doc]):
                 problems.append(f"{doc}: '## {moved}' on a page that is not the chapter's last")
@@ -155,10 +161,21 @@ def test_a_chapter_of_several_pages_passes_as_a_whole(tmp_path: Path) -> None:
     assert shape_problems(tmp_path, pages) == []
 
 
+def test_an_appendix_may_follow_the_last_page(tmp_path: Path) -> None:
+    pages = _fixture(tmp_path)
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/c\n    sections:\n"
+        "      - file: notebooks/c_more\n      - file: book/appendix_c\n")
+    pages = chapters(tmp_path)["notebooks/c"]
+    assert pages == ["notebooks/c", "notebooks/c_more", "book/appendix_c"]
+    assert shape_problems(tmp_path, pages) == []
+
+
 def test_the_checks_fail_on_a_bad_chapter(tmp_path: Path) -> None:
-    # exercises on a page that is not the last: the appendix comes after them
+    # exercises on a page that is not the last: on the appendix, or on a middle page
     pages = _fixture(tmp_path, appendix=APPENDIX + "\n## Exercises\n")
-    assert any("not the chapter's last" in p for p in shape_problems(tmp_path, pages))
+    assert any("book/appendix_c: '## Exercises' on a page that is not the chapter's last" in p
+               for p in shape_problems(tmp_path, pages))
     # an unfolded solution, a section page without its set-up cell, a shared keyprefix
     pages = _fixture(tmp_path, section=SECTION.replace(":class: dropdown\n\nDone", "\nDone", 1)
                      .replace(SETUP, "```{code-cell} ipython3\nx = np.ones(2)\n```\n\n")
