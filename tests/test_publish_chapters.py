@@ -7,7 +7,8 @@ chapter; a summary, at least three exercises (sphinx-exercise) each with a folde
 bibliography with a key prefix on its LAST page (appendix pages, ``book/appendix_*``, may follow
 it, as an appendix follows a chapter; they hold no summary or exercises); every executed page
 has its own set-up cell (it runs alone: its first code cell imports what it uses) and, where it
-cites, its own bibliography with a key prefix no other page uses. New chapters are checked as soon as they are listed.
+cites, its own bibliography with a key prefix no other page uses. New chapters are checked as
+soon as they are listed.
 """
 
 from __future__ import annotations
