@@ -121,8 +121,8 @@ def test_captions_say_scale_and_data_and_the_page_note_says_the_rest(tmp_path, f
     assert date in note and "3 made by the running code" in note and "stale" not in note
     with pytest.raises(ValueError, match="stored"):
         label_stored(ax, [])
-    with pytest.warns(DeprecationWarning, match="source"):
-        annotate_provenance(fig, "fake data", scale="paper", source="old text")
+    with pytest.raises(TypeError, match="source"):
+        annotate_provenance(fig, "fake data", scale="paper", source="old text")  # type: ignore[call-arg]
     plt.close(fig)
     clear_notes()
     assert "stored results: none" in provenance_note()

@@ -1,4 +1,4 @@
-"""One house style for every figure in the book, and captions that say where numbers came from."""
+"""One house style for every figure in the book, and captions that say their scale and data."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import seaborn as sns
 from genbounds.results.page_note import note_sources, results_of
 from genbounds.scale import SCALES, Scale, scale_banner
 
-__all__ = ["PALETTE", "annotate_provenance", "label_stored", "set_style", "stored_source"]
+__all__ = ["PALETTE", "annotate_provenance", "label_stored", "set_style"]
 
 PALETTE = sns.color_palette("colorblind")
 
@@ -52,41 +52,22 @@ def _inline_format(fmt: str) -> None:
         set_matplotlib_formats(fmt)
 
 
-def stored_source(stored: Any) -> str:
-    """Deprecated: the page's provenance note replaces the source phrase under figures."""
-    import warnings
-
-    warnings.warn("stored_source is deprecated: name the results with "
-                  "genbounds.results.note_sources and print provenance_note() in the page's "
-                  "folded provenance cell", DeprecationWarning, stacklevel=2)
-    note_sources("stored results", stored)
-    return "stored results"
-
-
 def annotate_provenance(
     fig: Any,
     data: str,
     *,
     scale: Scale | None = None,
     stored: Any = None,
-    source: str | None = None,
 ) -> str:
     """Write the scale and data line under a figure and return it.
 
     Every figure of the book calls this, so a reader always sees which scale produced it and
     with what data. Where the numbers came from (devices, dates, code) goes to the page's folded
     provenance note: ``stored`` (anything :func:`genbounds.results.results_of` accepts) is named
-    there under ``data`` (:func:`genbounds.results.note_sources`). ``source`` is deprecated and
-    refused when given with ``stored``.
+    there under ``data`` (:func:`genbounds.results.note_sources`).
     """
     if not isinstance(fig, plt.Figure):
         raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    if source is not None:
-        import warnings
-
-        warnings.warn("annotate_provenance(source=...) is deprecated: the caption states the "
-                      "scale and data only; name stored results with stored= or "
-                      "genbounds.results.note_sources", DeprecationWarning, stacklevel=2)
     text = scale_banner(data, scale=scale)
     if stored is not None:
         note_sources(data, stored)
