@@ -12,7 +12,8 @@ Modules (each answers one question):
 - :mod:`genbounds.norms`       the norm table of a model view, computed once per run
 - :mod:`genbounds.train`       the ensemble engine in parts (config, state, step, stopping,
   memory, evaluate, loop)
-- :mod:`genbounds.results`     the results store: config hashing, provenance, resume, repair
+- :mod:`genbounds.results`     the results store: config hashing, provenance, resume, repair;
+                               each page's provenance note (``results.page_note``)
 - :mod:`genbounds.bounds`      the bound registry and one module per paper's bounds
 - :mod:`genbounds.experiments` the experiment registry and one module per study
 - :mod:`genbounds.cli`         ``python -m genbounds bounds | experiments | reproduce | store``
