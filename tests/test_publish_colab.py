@@ -357,3 +357,17 @@ def test_the_colab_run_reads_a_store_without_paper_units(tmp_path: Path) -> None
         colab_nbval.store_without_paper(src / "inside", src)
     with pytest.raises(FileNotFoundError, match="quick"):
         colab_nbval.store_without_paper(tmp_path / "c2", tmp_path / "empty")
+
+
+def test_the_notebooks_after_the_first_are_dealt_to_the_workers() -> None:
+    import colab_nbval
+
+    nbs = [Path(f"n{i}.ipynb") for i in range(6)]
+    assert colab_nbval.worker_groups(nbs, 2) == [[nbs[1], nbs[3], nbs[5]], [nbs[2], nbs[4]]]
+    assert colab_nbval.worker_groups(nbs, 9) == [[p] for p in nbs[1:]]
+    assert colab_nbval.worker_groups(nbs[:1], 2) == []
+    groups = colab_nbval.worker_groups(nbs, 3)
+    assert sorted(p for g in groups for p in g) == nbs[1:]  # each once, none lost
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="workers"):
+            colab_nbval.worker_groups(nbs, bad)

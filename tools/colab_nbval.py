@@ -217,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
                         default="without-paper",
                         help="the results the chapters read: a copy of the quick-scale units "
                         "only (default), or the repository's committed store")
+    parser.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
+                        help="pytest processes running the notebooks at once (default: the CPU "
+                             "count, at most 4); the first notebook runs alone, since its set-up "
+                             "cell installs the package")
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
     args = parser.parse_args(argv)
 
@@ -249,13 +253,50 @@ def main(argv: list[str] | None = None) -> int:
         env["GENBOUNDS_RESULTS_DIR"] = str(store)
         print(f"colab_nbval: results store {store}: the quick-scale units only, no paper-scale "
               "unit (the book build read the committed store)", flush=True)
-    cmd = [
-        str(python), "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
-        "--rootdir", str(site / colab.COLAB_DIR), *args.pytest_args,
-        *[str(p) for p in notebooks],
-    ]
-    print("colab_nbval:", " ".join(cmd[3:]), flush=True)
-    return subprocess.run(cmd, env=env, cwd=env_dir).returncode
+    def cmd(group: list[Path]) -> list[str]:
+        return [str(python), "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p",
+                "no:cacheprovider", "--rootdir", str(site / colab.COLAB_DIR), *args.pytest_args,
+                *[str(p) for p in group]]
+
+    print("colab_nbval:", " ".join(cmd(notebooks)[3:]), flush=True)
+    return run_groups(cmd, notebooks, env, env_dir, args.workers)
+
+
+def worker_groups(notebooks: list[Path], workers: int) -> list[list[Path]]:
+    """The notebooks after the first, dealt round-robin to ``workers`` groups (in reading
+    order within each group); empty groups dropped. ``ValueError`` naming ``workers`` if < 1."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    groups = [notebooks[1:][i::workers] for i in range(workers)]
+    return [g for g in groups if g]
+
+
+def run_groups(cmd: Any, notebooks: list[Path], env: dict[str, str], cwd: Path,
+               workers: int) -> int:
+    """Run the first notebook alone (its set-up cell installs genbounds into the fresh
+    environment; two notebooks installing at once would race), then the others in ``workers``
+    pytest processes at once, each with its output in a log printed whole when it ends; the
+    exit status is the first non-zero one."""
+    first = subprocess.run(cmd(notebooks[:1]), env=env, cwd=cwd).returncode
+    groups = worker_groups(notebooks, workers)
+    if first != 0 or not groups:
+        return first
+    print(f"colab_nbval: the other {len(notebooks) - 1} notebooks in {len(groups)} processes",
+          flush=True)
+    procs = []
+    for i, group in enumerate(groups):
+        log = cwd / f"nbval-{i + 1}.log"
+        fh = log.open("w")
+        procs.append((subprocess.Popen(cmd(group), env=env, cwd=cwd, stdout=fh,
+                                       stderr=subprocess.STDOUT, text=True), fh, log))
+    status = 0
+    for i, (proc, fh, log) in enumerate(procs):
+        rc = proc.wait()
+        fh.close()
+        print(f"---- colab_nbval process {i + 1} (exit status {rc}) ----", flush=True)
+        print(log.read_text(errors="replace"), flush=True)
+        status = status or rc
+    return status
 
 
 if __name__ == "__main__":
