@@ -150,9 +150,13 @@ def test_the_page_note_names_stale_and_probe_carried_units(tmp_path, fake, monke
     for bad in ("", "  ", None):
         with pytest.raises(ValueError, match="label"):
             note_sources(bad, found)  # type: ignore[arg-type]
-    for bad_stored in ([], "abc", [1, 2]):
+    for bad_stored in ("abc", [1, 2], None):
         with pytest.raises(ValueError, match="stored"):
             note_sources("x", bad_stored)
+    clear_notes()
+    note_sources("paper-scale runs", [])  # looked for, none stored: said, not dropped
+    assert noted() == {"paper-scale runs": ()}
+    assert "paper-scale runs: none stored" in provenance_note()
     with pytest.raises(ValueError, match="width"):
         provenance_note(width=10)
     clear_notes()

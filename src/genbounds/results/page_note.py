@@ -66,12 +66,16 @@ def note_sources(label: str, stored: Any) -> None:
     """Name a set of stored results that this page shows, for its provenance note.
 
     ``label`` says in a few reader words what they are ("shallow-GD runs, paper scale");
-    ``stored`` is anything :func:`results_of` accepts (an empty set of results is refused: a
-    page that shows no stored results names none). Naming the same unit twice under one label
-    counts it once."""
+    ``stored`` is anything :func:`results_of` accepts, or an empty sequence or
+    :class:`~genbounds.experiments.registry.StoredUnits` with nothing present (a page that looks
+    for paper-scale units where none are stored: the note then says "none stored" under the
+    label). Naming the same unit twice under one label counts it once."""
     if not isinstance(label, str) or not label.strip():
         raise ValueError(f"label must be a non-empty string, got {label!r}")
-    results = results_of(stored)
+    present = getattr(stored, "present", None)
+    empty = (present is not None and len(present) == 0) or (
+        isinstance(stored, list | tuple) and len(stored) == 0)
+    results = [] if empty else results_of(stored)
     kept = _NOTED.setdefault(label.strip(), [])
     seen = {r.path for r in kept}
     kept.extend(r for r in results if r.path not in seen)
@@ -99,6 +103,8 @@ def _code_status(r: StoredResult) -> str:
 
 def _set_lines(label: str, results: Sequence[StoredResult]) -> list[str]:
     n = len(results)
+    if n == 0:
+        return [f"{label}: none stored"]
     fresh = sum(r.fresh for r in results)
     devices = sorted({short_device(r.provenance.device) for r in results})
     dates = sorted(r.provenance.created_utc[:10] for r in results)
