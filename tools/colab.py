@@ -64,10 +64,16 @@ def _toc_files(entries: list[Mapping[str, Any]]) -> Iterator[str]:
 
 def toc_docnames(toc_path: Path) -> list[str]:
     """Every document of the book in reading order (root first), as docnames without suffix."""
+    toc = _load_toc(toc_path)
+    return [_docname(d) for d in (str(toc["root"]), *_toc_files([toc]))]
+
+
+def _load_toc(toc_path: Path) -> dict[str, Any]:
+    """``_toc.yml`` as a mapping; ``ValueError`` naming ``toc_path`` without a ``root``."""
     toc = yaml.safe_load(Path(toc_path).read_text())
     if not isinstance(toc, dict) or "root" not in toc:
         raise ValueError(f"toc_path: {toc_path} has no 'root' entry")
-    return [_docname(d) for d in (str(toc["root"]), *_toc_files([toc]))]
+    return toc
 
 
 def _docname(file: object) -> str:
@@ -80,9 +86,7 @@ def toc_chapters(toc_path: Path) -> dict[str, list[str]]:
     page's docname) with all its pages, the first page then its ``sections:`` (nested ones too),
     in reading order. A chapter is the unit of learning goals, exercises and the course plan;
     its pages may be executed notebooks or plain MyST pages (an appendix)."""
-    toc = yaml.safe_load(Path(toc_path).read_text())
-    if not isinstance(toc, dict) or "root" not in toc:
-        raise ValueError(f"toc_path: {toc_path} has no 'root' entry")
+    toc = _load_toc(toc_path)
     out: dict[str, list[str]] = {}
 
     def walk(entries: list[Mapping[str, Any]]) -> None:

@@ -72,10 +72,8 @@ def note_sources(label: str, stored: Any) -> None:
     label). Naming the same unit twice under one label counts it once."""
     if not isinstance(label, str) or not label.strip():
         raise ValueError(f"label must be a non-empty string, got {label!r}")
-    present = getattr(stored, "present", None)
-    empty = (present is not None and len(present) == 0) or (
-        isinstance(stored, list | tuple) and len(stored) == 0)
-    results = [] if empty else results_of(stored)
+    # results_of gives [] for StoredUnits with nothing present, and refuses a bare empty sequence
+    results = [] if isinstance(stored, list | tuple) and not stored else results_of(stored)
     kept = _NOTED.setdefault(label.strip(), [])
     seen = {r.path for r in kept}
     kept.extend(r for r in results if r.path not in seen)
