@@ -118,3 +118,14 @@ def test_edelman_section_measures_both_paths_and_the_unit() -> None:
     assert r["max_rel_grad_difference"] < 1e-4
     text = format_tables({**run_benchmark(sections=(), svd_n=1), "edelman": r})
     assert "Effective-rank model" in text and "speed-up" in text
+
+
+def test_ranking_section_reports_the_ratio_and_equal_answers() -> None:
+    from genbounds.bench import bench_ranking
+
+    r = bench_ranking(n_models=20, n_boot=10)
+    assert r["max_abs_difference"] == 0.0 and r["speedup"] > 0
+    res = run_benchmark(sections=("ranking",))
+    assert "Granulated Kendall tau" in format_tables(res)
+    with pytest.raises(ValueError, match="n_models"):
+        bench_ranking(n_models=2)

@@ -153,12 +153,12 @@ def test_invalid_inputs_are_refused_up_front_naming_the_argument() -> None:
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match="^layers must be an integer in"):
         deep.evaluate({**q, "layers": 2**70})
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10.0  # refused before the work
     test_set = get("certificates.test_set.audited")
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=r"^n_test must be an integer in \[0, 1e\+05\]"):
         test_set.evaluate({"errors": 50_000, "n_test": 10**6})  # took 75 s before the limit
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10.0  # refused before the work (75 s)
 
 
 def test_array_given_for_a_scalar_constant_is_named() -> None:

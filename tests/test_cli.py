@@ -85,7 +85,6 @@ def test_bad_environment_is_one_line_without_traceback(tmp_path) -> None:
 
 
 def test_estimate_costs_nothing_when_every_unit_is_stored(tmp_path, monkeypatch) -> None:
-    import time
 
     from genbounds import estimates
     from genbounds.cli import describe_estimate
@@ -106,9 +105,7 @@ def test_estimate_costs_nothing_when_every_unit_is_stored(tmp_path, monkeypatch)
         import dataclasses
 
         exp = dataclasses.replace(exp, estimate=no_measurement)
-    t0 = time.perf_counter()
-    text = describe_estimate(exp, cfg, store)
-    assert time.perf_counter() - t0 < 1.0
+    text = describe_estimate(exp, cfg, store)  # no estimate is measured (patched above)
     n = len(exp.units(cfg))
     assert text == f"nothing to compute: all {n} units stored ({n * 0.5:.1f} min of measured " \
                    "wall time)"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 import pytest
@@ -31,19 +30,17 @@ def test_every_registered_experiment_is_known() -> None:
             assert workloads(name, get_experiment(name).config("quick"))
 
 
-def test_sparse_majority_estimate_brackets_a_real_run() -> None:
-    """The upper bound at the epoch cap is neither far below nor far above the measured time
-    of the same config (tiny T: SGD stays on its plateau, so every run uses all epochs)."""
+def test_sparse_majority_estimate_is_an_upper_bound_at_the_epoch_cap() -> None:
+    """The estimate is labelled an upper bound (every run at the epoch cap), and at tiny T the
+    runs really do use every epoch (SGD stays on its plateau). How close estimates come to real
+    runs is measured, not asserted: ``tools/check_estimates.py`` compares them with the stored
+    wall times of every unit (a timed test fails on a loaded machine whatever the code does)."""
     cfg = tiny()
     est = estimate("sparse_majority", cfg)
     assert est is not None and est.seconds > 0 and est.peak_bytes > 0
     assert "UPPER BOUND" in est.note
-    t0 = time.perf_counter()
     out = run(cfg)
-    wall = time.perf_counter() - t0
     assert (out["epochs_trained"] == cfg.max_epochs).all()
-    # measured on a loaded shared machine: a factor 4 either way
-    assert est.seconds / 4 < wall < 4 * est.seconds, (est.seconds, wall)
 
 
 def test_estimate_grows_with_the_work() -> None:
@@ -81,47 +78,34 @@ def test_quick_workloads_build(name: str) -> None:
     assert forward_flops(model, X) > 0
 
 
-def test_calibrated_estimate_of_a_unit_is_within_2x_of_its_real_run(tmp_path) -> None:
-    """Calibrated on one unit that really ran (its stored wall time), the estimate of the
-    next unit is within a factor 2 of that unit's real run on this machine. Each unit runs
-    twice and keeps its faster time: on a shared machine a burst of load in one run would
-    otherwise decide the ratio."""
-    import os
-
-    from genbounds.estimates import calibration, unit_seconds
+def test_a_stored_unit_calibrates_the_estimate_of_every_unit(tmp_path) -> None:
+    """Calibrated on one stored unit, every unit's estimate is its uncalibrated estimate times
+    that unit's measured / predicted ratio; a unit stored from another device calibrates
+    nothing. The stored wall time is set here, not measured (see the test above)."""
+    from genbounds.estimates import calibration, predicted_unit_seconds, unit_seconds
     from genbounds.results import ResultStore, describe_device
 
-    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
-    if load > 2 * cpus:  # times of one run then vary 5x within a minute (measured: issue #17)
-        pytest.skip(f"load average {load:.0f} on {cpus} CPUs: wall times are not comparable")
     exp = get_experiment("sparse_majority")
     cfg = dataclasses.replace(tiny(15), T_values=(9, 18))
     units = exp.units(cfg)
-
-    def best_of_two(unit):  # type: ignore[no-untyped-def]
-        times, out = [], None
-        for _ in range(2):
-            t0 = time.perf_counter()
-            out = run(unit)
-            times.append(time.perf_counter() - t0)
-        return out, min(times)
-
-    store = ResultStore(tmp_path, namespace="quick")
+    store = ResultStore(tmp_path / "here", namespace="quick")
+    raw = predicted_unit_seconds("sparse_majority", cfg, store)
+    assert raw is not None and len(raw) == 2 and all(r > 0 for r in raw)
     nonfinite, text = exp.declared()
-    out0, wall0 = best_of_two(units[0])
-    store.save(units[0], out0, device=describe_device("cpu"), wall_time_s=wall0,
+    out0 = run(units[0])
+    assert (out0["epochs_trained"] == cfg.max_epochs).all()  # the cap is the real epoch count
+    elsewhere = ResultStore(tmp_path / "other", namespace="quick")
+    elsewhere.save(units[0], out0, device="a GPU of another kind", wall_time_s=3.0 * raw[0],
+                   code_modules=exp.code, nonfinite=nonfinite, text=text)
+    assert calibration("sparse_majority", cfg, elsewhere, raw) is None
+    store.save(units[0], out0, device=describe_device("cpu"), wall_time_s=3.0 * raw[0],
                code_modules=exp.code, nonfinite=nonfinite, text=text)
-    raw = unit_seconds("sparse_majority", cfg)
-    assert raw is not None
     cal = calibration("sparse_majority", cfg, store, raw)
     assert cal is not None and cal.n == 1 and cal.exponent == 1.0
+    assert cal.scale == pytest.approx(3.0)
     calibrated = unit_seconds("sparse_majority", cfg, store)
-    assert calibrated is not None
-    out1, wall = best_of_two(units[1])
-    assert (out1["epochs_trained"] == cfg.max_epochs).all()  # the cap is the real epoch count
-    print(f"unit T=18: real {wall:.2f} s, calibrated estimate {calibrated[1]:.2f} s, "
-          f"uncalibrated {raw[1]:.2f} s (factor {cal.scale:.2f}; unit T=9 ran {wall0:.2f} s)")
-    assert calibrated[1] / 2 < wall < 2 * calibrated[1], (calibrated[1], wall, raw[1])
+    assert calibrated == pytest.approx([3.0 * r for r in raw])
+    assert calibration("sparse_majority", cfg, store, raw, exclude=(0,)) is None
 
 
 def test_calibration_is_a_factor_for_few_units_and_a_robust_power_for_a_sweep() -> None:

@@ -103,14 +103,14 @@ from genbounds.validation import check_int
 
 __all__ = [
     "PlainSparseMajorityMHA", "SECTIONS", "bench_edelman", "bench_epoch", "bench_notebooks",
-    "bench_protocol", "bench_roofline",
-    "bench_svd", "main", "measure_epochs_to_fit", "run_benchmark",
+    "bench_protocol", "bench_ranking", "bench_roofline",
+    "bench_svd", "granulated_tau_loop", "main", "measure_epochs_to_fit", "run_benchmark",
 ]
 
 #: The sections of a run (``notebooks`` only when asked for).
-SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "edelman", "notebooks", "fit",
-            "protocol")
-DEFAULT_SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "edelman")
+SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "edelman", "ranking",
+            "notebooks", "fit", "protocol")
+DEFAULT_SECTIONS = ("training", "validation", "epoch", "svd", "roofline", "edelman", "ranking")
 
 D, HEADS, KEY_DIM, N_TRAIN, BATCH, S = 64, 2, 64, 300, 128, 9
 
@@ -330,6 +330,61 @@ def bench_svd(n: int = 10_000, size: int = 201, chunk: int = 1000,
             "torch_batched_s": t_torch,
             "numpy_loop_s": t_numpy, "speedup": t_numpy / t_torch,
             "max_abs_difference": max_diff, "load": load}
+
+
+def granulated_tau_loop(measure: np.ndarray, gap: np.ndarray,
+                        factors: dict[str, np.ndarray]) -> float:
+    """The simple way of computing Jiang et al.'s granulated tau ``Psi`` (their eq. (3)-(5)):
+    for each factor, loop over the settings of the other factors and average the pairwise
+    sign agreements of each group where the factor varies. The reference that
+    :func:`genbounds.stats.granulated_tau` (one pass over all pairs per factor) is tested and
+    timed against."""
+    n = len(measure)
+    psi = []
+    for name, values in factors.items():
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for i in range(n):
+            key = tuple(v[i] for k, v in factors.items() if k != name)
+            groups.setdefault(key, []).append(i)
+        taus = []
+        for idx in groups.values():
+            if len({values[i] for i in idx}) < 2:
+                continue
+            agree = [np.sign(measure[a] - measure[b]) * np.sign(gap[a] - gap[b])
+                     for pos, a in enumerate(idx) for b in idx[pos + 1:]]
+            taus.append(float(np.mean(agree)))
+        if taus:
+            psi.append(float(np.mean(taus)))
+    return float(np.mean(psi)) if psi else float("nan")
+
+
+def bench_ranking(n_models: int = 88, n_boot: int = 100, seed: int = 0) -> dict[str, Any]:
+    """The bootstrap of Jiang et al.'s ``Psi`` that chapter 6 runs for every bound: ``n_boot``
+    resamples of ``n_models`` models on a sweep of six factors (one varied at a time from a base
+    setting, three seeds each, as the comparison sweep), by :func:`genbounds.stats.granulated_tau`
+    against :func:`granulated_tau_loop`, the same resamples and the same answers."""
+    from genbounds.stats import granulated_tau
+
+    check_int(n_models, "n_models", minimum=4)
+    check_int(n_boot, "n_boot")
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 3, size=(n_models, 6))
+    levels[rng.random((n_models, 6)) < 0.8] = 0  # mostly the base setting: coupled groups
+    factors = {f"f{j}": levels[:, j].astype(np.float64) for j in range(6)}
+    measure, gap = rng.normal(size=n_models), rng.normal(size=n_models)
+    resamples = [rng.integers(0, n_models, n_models) for _ in range(n_boot)]
+    load = _load()
+    t0 = time.perf_counter()
+    fast = [granulated_tau(measure[i], gap[i], {k: v[i] for k, v in factors.items()}).overall
+            for i in resamples]
+    t1 = time.perf_counter()
+    simple = [granulated_tau_loop(measure[i], gap[i], {k: v[i] for k, v in factors.items()})
+              for i in resamples]
+    t2 = time.perf_counter()
+    diff = float(np.nanmax(np.abs(np.array(fast) - np.array(simple))))
+    return {"n_models": n_models, "n_boot": n_boot, "vectorized_s": t1 - t0,
+            "loop_s": t2 - t1, "speedup": (t2 - t1) / (t1 - t0), "max_abs_difference": diff,
+            "load": load}
 
 
 def _step_flops(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss: str) -> float:
@@ -808,6 +863,9 @@ def _extra_sections(sections: Sequence[str], T_values: Sequence[int], K_values: 
     if "edelman" in sections:
         say("effective-rank model (paper unit sizes): fast path against today's code")
         extra["edelman"] = bench_edelman(device=str(dev))
+    if "ranking" in sections:
+        say("granulated Kendall tau: bootstrap of one bound's Psi")
+        extra["ranking"] = bench_ranking()
     if "notebooks" in sections:
         say("notebooks at quick scale under nbval")
         extra["notebooks"] = bench_notebooks()
@@ -963,6 +1021,13 @@ def _extra_lines(result: dict[str, Any]) -> list[str]:
                          f"{100 * w['fraction_of_matmul']:.0f}% of matmul")
     if "edelman" in result:
         lines += _edelman_lines(result["edelman"])
+    if "ranking" in result:
+        r = result["ranking"]
+        lines += ["", f"(6) Granulated Kendall tau, {r['n_boot']} bootstrap resamples of "
+                      f"{r['n_models']} models (six factors)",
+                  f"  loop over groups {r['loop_s']:.2f} s, one pass over pairs "
+                  f"{r['vectorized_s']:.3f} s, ratio {r['speedup']:.1f}, max |diff| "
+                  f"{r['max_abs_difference']:.1e}  (load {r['load']:.1f})"]
     if "fit" in result:
         lines += ["", "Epochs to training accuracy 1.0 (authors' protocol, reduced validation set)"]
         for r in result["fit"]:

@@ -179,20 +179,36 @@ def _factor_arrays(factors: Mapping[str, object], n: int) -> dict[str, np.ndarra
     return out
 
 
+def _factorize(values: object) -> np.ndarray:
+    """An integer label per entry of ``values`` (numbers compared as floats, other values by
+    equality)."""
+    v = np.asarray(values)
+    try:
+        return np.unique(v.astype(np.float64), return_inverse=True)[1].reshape(-1)
+    except (TypeError, ValueError):  # non-numeric factor values
+        seen: dict[object, int] = {}
+        return np.array([seen.setdefault(x, len(seen)) for x in v.tolist()], dtype=np.int64)
+
+
+def _codes(keys: Sequence[object], n: int, factorized: bool = False) -> np.ndarray:
+    """An integer label per model, numbered in first-seen order: two models share a label iff
+    they share every value of ``keys`` (``factorized``: the keys are already
+    :func:`_factorize`'s labels)."""
+    code = np.zeros(n, dtype=np.int64)
+    for k in keys:
+        inv = np.asarray(k) if factorized else _factorize(k)
+        code = code * (int(inv.max()) + 1 if n else 1) + inv
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inv.reshape(-1)]
+
+
 def _groups(keys: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
     """Index sets of the models sharing every value of ``keys`` (in first-seen order)."""
-    if not keys:
-        return [np.arange(n)]
-    try:
-        K = np.stack([np.asarray(k, dtype=np.float64) for k in keys], axis=1)
-        _, first, inv = np.unique(K, axis=0, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        return [np.flatnonzero(inv == g) for g in np.argsort(first, kind="stable")]
-    except (TypeError, ValueError):  # non-numeric factor values
-        labels: dict[tuple[object, ...], list[int]] = {}
-        for i in range(n):
-            labels.setdefault(tuple(k[i] for k in keys), []).append(i)
-        return [np.array(v) for v in labels.values()]
+    code = _codes(keys, n)
+    order = np.argsort(code, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(code[order])) + 1) if n else []
 
 
 def jiang_tau(x: object, y: object) -> float:
@@ -223,6 +239,16 @@ class GranulatedTau:
     n_constant: dict[str, int] = field(default_factory=dict)
 
 
+def _group_range(values: np.ndarray, code: np.ndarray, n_groups: int) -> np.ndarray:
+    """``max - min`` of ``values`` within each group of ``code`` (labels ``0 .. n_groups-1``)."""
+    v = np.asarray(values, dtype=np.float64)
+    hi = np.full(n_groups, -np.inf)
+    lo = np.full(n_groups, np.inf)
+    np.maximum.at(hi, code, v)
+    np.minimum.at(lo, code, v)
+    return hi - lo
+
+
 def granulated_tau(measure: object, gap: object, factors: Mapping[str, object],
                    tau: str = "jiang") -> GranulatedTau:
     r"""The granulated Kendall coefficient of Jiang et al. (2020, eq. (4)-(5)).
@@ -244,28 +270,35 @@ def granulated_tau(measure: object, gap: object, factors: Mapping[str, object],
     if tau not in ("jiang", "b"):
         raise ValueError(f"tau must be 'jiang' or 'b', got {tau!r}")
     fac = _factor_arrays(factors, m.size)
+    n = m.size
+    iu, ju = np.triu_indices(n, k=1)  # every pair once; a group's pairs are those it holds
+    sm, sg = np.sign(m[iu] - m[ju]), np.sign(g[iu] - g[ju])
     per: dict[str, float] = {}
     count: dict[str, int] = {}
     const: dict[str, int] = {}
-    for name, values in fac.items():
-        others = [v for k, v in fac.items() if k != name]
-        taus = []
-        n_const = 0
-        for idx in (_groups(others, m.size) if others else [np.arange(m.size)]):
-            if np.unique(values[idx]).size < 2:
-                continue
-            flat = bool(np.ptp(m[idx]) == 0)
-            n_const += flat
-            if tau == "jiang":
-                taus.append(jiang_tau(m[idx], g[idx]))
-                continue
-            t = kendall_tau(m[idx], g[idx])
-            if np.isfinite(t):
-                taus.append(t)
-        if taus:
+    levels = {name: _factorize(values) for name, values in fac.items()}
+    for name in fac:
+        code = _codes([v for k, v in levels.items() if k != name], n, factorized=True)
+        G = int(code.max()) + 1 if n else 0
+        level = levels[name]
+        varies = _group_range(level, code, G) > 0  # the factor takes >= 2 values in the group
+        flat = _group_range(m, code, G) == 0
+        same = code[iu] == code[ju]
+        pc = code[iu][same]
+        pairs = np.bincount(pc, minlength=G).astype(np.float64)
+        agree = np.bincount(pc, weights=(sm * sg)[same], minlength=G)
+        if tau == "jiang":  # mean over the group's pairs, a tied pair counting 0
+            use = varies
+            taus = agree[use] / pairs[use]
+        else:  # tau_b: undefined (left out) where the measure or the gap is constant
+            tx = np.bincount(pc, weights=(sm == 0)[same], minlength=G)
+            ty = np.bincount(pc, weights=(sg == 0)[same], minlength=G)
+            use = varies & (tx < pairs) & (ty < pairs)
+            taus = agree[use] / np.sqrt((pairs[use] - tx[use]) * (pairs[use] - ty[use]))
+        if taus.size:
             per[name] = float(np.mean(taus))
-            count[name] = len(taus)
-            const[name] = n_const
+            count[name] = int(taus.size)
+            const[name] = int(np.sum(varies & flat))
     overall = float(np.mean(list(per.values()))) if per else float("nan")
     return GranulatedTau(per, overall, count, const)
 
