@@ -10,6 +10,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The unit tests run in one process per core (at most 4; pytest-xdist).
+PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
+PYTEST_PARALLEL := -n auto --maxprocesses 4
 SITE   := _build/html
 export PYTHONHASHSEED := 0
 
@@ -65,8 +68,8 @@ test: $(STAMP) $(SITE)/index.html
 	$(BIN)/ruff check src tests tools
 	$(BIN)/mypy src/genbounds
 	cd tools && MYPYPATH=. ../$(BIN)/mypy --cache-dir ../.mypy_cache *.py
-	$(BIN)/python -m pytest tests -p no:cacheprovider
-	$(AVX2_CLASS) $(BIN)/python -m pytest tests/test_train_golden.py -q -p no:cacheprovider
+	$(PYTEST) $(PYTEST_PARALLEL) tests
+	$(AVX2_CLASS) $(PYTEST) tests/test_train_golden.py -q
 	$(MAKE) check-site colab-test student
 
 # What a reader sees: every page in headless Chromium; screenshots in _build/screenshots/.
@@ -89,8 +92,8 @@ instructors: $(STAMP) $(SITE)/index.html
 	$(BIN)/python tools/instructors_edition.py --check-print
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -p no:cacheprovider
-	$(AVX2_CLASS) $(BIN)/python -m pytest tests/test_train_golden.py -q -p no:cacheprovider
+	$(PYTEST) $(PYTEST_PARALLEL) tests
+	$(AVX2_CLASS) $(PYTEST) tests/test_train_golden.py -q
 
 # JupyterLab in the project's environment; the .md chapters open as notebooks (jupytext).
 lab: $(STAMP)

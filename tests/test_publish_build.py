@@ -3,9 +3,12 @@ named."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -85,3 +88,52 @@ def test_resume_message_on_failure(tmp_path: Path) -> None:
     assert res.returncode == 3
     assert "unit 3/5 failed: boom" in res.stdout
     assert "resume" in res.stdout.splitlines()[-1]
+
+
+PAGE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# A page
+
+```{code-cell} ipython3
+x = 6 * 7
+print(x)
+```
+"""
+
+
+def test_pages_of_the_toc_that_are_notebooks() -> None:
+    pages = build_book.notebook_pages()
+    names = {p.relative_to(ROOT).as_posix() for p in pages}
+    assert "notebooks/01_foundations.md" in names and "notebooks/06_comparison_ranking.md" in names
+    assert "book/intro.md" not in names  # a page of prose, not executed
+    assert len(names) == len(pages)
+
+
+def test_executed_pages_are_what_myst_nb_finds_in_its_cache(tmp_path: Path) -> None:
+    """A page executed by the parallel step is found by MyST-NB's cache lookup (the same
+    reader, the same hash), with its output; a failing page is reported, not cached."""
+    from jupyter_cache import get_cache
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    good.write_text(PAGE)
+    bad.write_text(PAGE.replace("x = 6 * 7", "raise RuntimeError('broken page')"))
+    cache_dir = tmp_path / "cache"
+    failed = build_book.execute_pages([good, bad], 2, dict(os.environ), tmp_path / "pages.log",
+                                      cache_dir=cache_dir, timeout=120)
+    assert len(failed) == 1 and "bad.md" in failed[0] and "broken page" in failed[0]
+    cache = get_cache(str(cache_dir))
+    nb = read_myst_markdown_notebook(good.read_text(), add_source_map=True, path=str(good))
+    _, merged = cache.merge_match_into_notebook(nb)
+    assert merged.cells[-1].outputs[0]["text"] == "42\n"
+    with pytest.raises(KeyError):
+        cache.match_cache_notebook(read_myst_markdown_notebook(bad.read_text()))

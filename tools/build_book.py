@@ -9,11 +9,19 @@
    many minutes in silence or against MyST-NB's cell timeout. At paper scale
    (``GENBOUNDS_SCALE=paper``) nothing is computed here: the pages show what ``make
    results-paper`` stored (hours; see the performance page).
-2. **Pages** (``jupyter-book build . --all -W -n --keep-going``), every notebook executed afresh.
+2. **Pages executed** in ``--jobs`` processes at once (one kernel each, one thread each): every
+   notebook of the table of contents is read as MyST-NB reads it, executed afresh (the execution
+   cache is emptied first) and its outputs stored in MyST-NB's execution cache
+   (``_build/.jupyter_cache``). Sphinx cannot do this itself: its parallel reading needs every
+   extension to merge its data, and sphinx-proof's domain does not.
+3. **Pages built** (``jupyter-book build . --all -W -n --keep-going``, with MyST-NB in ``cache``
+   mode for this build only: ``_config.yml`` keeps ``force``, so a bare ``jupyter-book build``
+   still executes everything): each page takes the outputs just computed; a page whose
+   execution failed above is executed again here, and its error is reported as before.
    The output is streamed, less two lines of known noise (ipykernel's warning that a kernel on
    this machine talks to its client over local TCP, and MyST's one-line dump of its parser
    configuration), and kept whole in ``_build/logs/book.log``.
-3. **If anything fails**, the last lines name the chapter, the failing cell (its first lines) and
+4. **If anything fails**, the last lines name the chapter, the failing cell (its first lines) and
    the error (a cell timeout is named as such, not as the ``ZMQError`` that follows it), and say
    that rerunning resumes.
 """
@@ -175,6 +183,95 @@ def run_experiments(env: dict[str, str], logs: Path, workers: int) -> tuple[int,
     return status, tail
 
 
+#: ``jupyter-book build`` with MyST-NB's execution mode set to ``cache`` for this build (the
+#: command line has no option for it; ``_config.yml`` keeps ``force``).
+_JB_CACHED = ("import sys\n"
+              "import jupyter_book.sphinx as jbs\n"
+              "from jupyter_book.cli.main import main\n"
+              "build = jbs.build_sphinx\n"
+              "def cached(*args, **kwargs):\n"
+              "    kwargs['confoverrides'] = {**(kwargs.get('confoverrides') or {}),\n"
+              "                               'nb_execution_mode': 'cache'}\n"
+              "    return build(*args, **kwargs)\n"
+              "jbs.build_sphinx = cached\n"
+              "sys.exit(main(sys.argv[1:]))")
+BOOK_ARGS = ["build", ".", "--all", "-W", "-n", "--keep-going"]
+CACHE = ROOT / "_build" / ".jupyter_cache"  # jupyter-book's default execution cache
+
+
+def notebook_pages(toc: Path = ROOT / "_toc.yml") -> list[Path]:
+    """The pages of the table of contents that MyST-NB executes (MyST Markdown notebooks)."""
+    from myst_nb.core.read import is_myst_markdown_notebook
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import colab
+
+    pages = [ROOT / f"{doc}.md" for doc in colab.toc_docnames(toc)]
+    return [p for p in pages if p.exists() and is_myst_markdown_notebook(p.read_text("utf8"))]
+
+
+def _worker_init(env: dict[str, str], log: str) -> None:
+    """A page worker: ``env`` for its kernels; their stderr (ipykernel's start-up warnings) to
+    ``log`` instead of the terminal (an execution error comes back as the result)."""
+    os.environ.update(env)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _execute_one(path: str, timeout: int) -> tuple[str, str | None, float, str]:
+    """Execute one page as MyST-NB would (read by its reader, run in the page's folder);
+    return ``(path, executed notebook as JSON or None, seconds, error text)``."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    nb = read_myst_markdown_notebook(Path(path).read_text("utf8"), add_source_map=True,
+                                     path=path)
+    res = single_nb_execution(nb, cwd=str(Path(path).parent), timeout=timeout,
+                              allow_errors=False, meta_override=True)
+    if res.err is not None:
+        return path, None, res.time, res.exc_string or repr(res.err)
+    return path, nbformat.writes(nb), res.time, ""
+
+
+def execute_pages(pages: list[Path], jobs: int, env: dict[str, str], log: Path,
+                  cache_dir: Path = CACHE, timeout: int = 1800) -> list[str]:
+    """Execute ``pages`` in ``jobs`` processes and store each executed notebook in MyST-NB's
+    execution cache (emptied first), the longest pages first; return the failures' lines."""
+    import shutil
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    cache = get_cache(str(cache_dir))
+    failures: list[str] = []
+    order = sorted(pages, key=lambda p: -p.stat().st_size)  # a rough guess of the longest first
+    # each worker's kernels inherit ``env`` (scale, results store, one thread each)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init,
+                             initargs=(env, str(log))) as pool:
+        futures = [pool.submit(_execute_one, str(p), timeout) for p in order]
+        for fut in as_completed(futures):
+            path, text, seconds, err = fut.result()
+            name = Path(path).relative_to(ROOT) if Path(path).is_relative_to(ROOT) else path
+            if text is None:
+                failures.append(f"  {name}: failed after {seconds:.0f} s: "
+                                f"{err.strip().splitlines()[-1] if err.strip() else '?'}")
+                print(f"   {name}: FAILED after {seconds:.1f} s (built again below)", flush=True)
+                continue
+            cache.cache_notebook_bundle(
+                CacheBundleIn(nbformat.reads(text, as_version=4), str(Path(path).resolve()),
+                              data={"execution_seconds": seconds}),
+                check_validity=False, overwrite=True)
+            print(f"   {name}: executed in {seconds:.1f} s", flush=True)
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "_build")
@@ -183,14 +280,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
                         help="processes computing the experiments (default: the CPU count, "
                              "at most 4)")
+    parser.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)),
+                        help="processes executing the pages, one thread each (default: the "
+                             "CPU count, at most 4)")
     args = parser.parse_args(argv)
+    if args.jobs < 1 or args.workers < 1:
+        parser.error("--jobs and --workers must be at least 1")
     env = dict(os.environ)
     scale = env.get("GENBOUNDS_SCALE", "quick") or "quick"
     logs = args.out / "logs"
     if args.skip_experiments:
         pass
     elif scale == "quick":
-        print(f"== make book 1/2: the experiments at quick scale in {args.workers} worker(s) "
+        print(f"== make book 1/3: the experiments at quick scale in {args.workers} worker(s) "
               "(stored units are loaded)", flush=True)
         rc, tail = run_experiments(env, logs, args.workers)
         if rc != 0:
@@ -198,14 +300,24 @@ def main(argv: list[str] | None = None) -> int:
                              *[f"  {ln}" for ln in tail], RESUME]), flush=True)
             return rc
     else:
-        print(f"== make book 1/2: scale {scale!r}: nothing is computed here; the chapters show "
+        print(f"== make book 1/3: scale {scale!r}: nothing is computed here; the chapters show "
               "the stored results (compute them with `make results-paper`)", flush=True)
-    print("== make book 2/2: the pages (every chapter executed afresh)", flush=True)
+    pages = notebook_pages()
+    print(f"== make book 2/3: executing the {len(pages)} notebook pages afresh, {args.jobs} at "
+          "a time", flush=True)
+    t0 = time.perf_counter()
+    kernel_env = ({**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"} if args.jobs > 1
+                  else env)
+    failed = execute_pages(pages, args.jobs, kernel_env, logs / "pages.log")
+    print(f"   {len(pages) - len(failed)} of {len(pages)} executed in "
+          f"{time.perf_counter() - t0:.0f} s" + ("; failed:" if failed else ""), flush=True)
+    print("\n".join(failed), flush=True)
+    print("== make book 3/3: the pages, with the outputs just computed", flush=True)
     reports = args.out / "html" / "reports"
     for old in reports.rglob("*.err.log") if reports.exists() else []:
         old.unlink()
-    rc, _ = stream([str(BIN / "jupyter-book"), "build", ".", "--all", "-W", "-n",
-                    "--keep-going"], logs / "book.log", env)
+    rc, _ = stream([str(BIN / "python"), "-c", _JB_CACHED, *BOOK_ARGS], logs / "book.log",
+                   env)
     if rc != 0:
         lines = failure_summary((logs / "book.log").read_text(errors="replace"),
                                 list(reports.rglob("*.err.log")) if reports.exists() else [])

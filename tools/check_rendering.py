@@ -65,6 +65,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -825,33 +826,52 @@ def run(
         PageResult(docname=d, url="", errors=[f"page not built: {d}.html"]) for d in missing
     ]
     out.mkdir(parents=True, exist_ok=True)
-    by_doc: dict[str, PageResult] = {}
-    with serve(html) as (base, failed):
-        driver = make_driver(width, height)
-        try:
-            for doc in docnames:
-                if doc in missing:
-                    continue
-                failed.clear()
-                res = check_page(driver, base, doc, site, out, (width, height),
-                                 mathjax_timeout_s, names, budget_px or PAGE_BUDGET_PX)
-                res.errors += [f"server answered {f}" for f in failed]
-                results.append(res)
-                by_doc[doc] = res
-        finally:
-            driver.quit()
-        if phone:
+    docs = [d for d in docnames if d not in missing]
+
+    def desktop() -> list[PageResult]:
+        checked = []
+        with serve(html) as (base, failed):
+            driver = make_driver(width, height)
+            try:
+                for doc in docs:
+                    failed.clear()
+                    res = check_page(driver, base, doc, site, out, (width, height),
+                                     mathjax_timeout_s, names, budget_px or PAGE_BUDGET_PX)
+                    res.errors += [f"server answered {f}" for f in failed]
+                    checked.append(res)
+            finally:
+                driver.quit()
+        return checked
+
+    def on_phone() -> dict[str, tuple[list[str], list[str]]]:
+        found: dict[str, tuple[list[str], list[str]]] = {}  # doc -> (findings, failed requests)
+        with serve(html) as (base, failed):
             driver = make_driver(*PHONE)
             # a desktop window cannot be made this narrow: emulate the phone's viewport (as
             # DevTools' device mode does; mobile: the page's viewport meta tag applies)
             driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
                 "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
             try:
-                for doc, res in by_doc.items():
-                    res.add("phone-scroll", check_phone(driver, base, doc, out,
-                                                        mathjax_timeout_s))
+                for doc in docs:
+                    failed.clear()
+                    found[doc] = (check_phone(driver, base, doc, out, mathjax_timeout_s),
+                                  list(failed))
             finally:
                 driver.quit()
+        return found
+
+    # the two passes in two browsers at once, each with its own server (a failed request is
+    # named on the page and pass that made it)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        wide = pool.submit(desktop)
+        narrow = pool.submit(on_phone) if phone else None
+        checked = wide.result()
+        phone_found = narrow.result() if narrow is not None else {}
+    for res in checked:
+        findings, failures = phone_found.get(res.docname, ([], []))
+        res.add("phone-scroll", findings)
+        res.errors += [f"server answered {f} (phone)" for f in failures]
+    results += checked
     (out / "report.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     return results
 
