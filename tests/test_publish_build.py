@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from myst_pages import myst_page  # tests/myst_pages.py
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -90,24 +91,13 @@ def test_resume_message_on_failure(tmp_path: Path) -> None:
     assert "resume" in res.stdout.splitlines()[-1]
 
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
-# A page
+PAGE = myst_page("""# A page
 
 ```{code-cell} ipython3
 x = 6 * 7
 print(x)
 ```
-"""
+""")
 
 
 def test_pages_of_the_toc_that_are_notebooks() -> None:

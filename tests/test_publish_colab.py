@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from myst_pages import myst_page  # tests/myst_pages.py
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -16,20 +17,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import book_publish  # noqa: E402
 import colab  # noqa: E402
 
-CHAPTER = textwrap.dedent(
+CHAPTER = myst_page(textwrap.dedent(
     """\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-        format_version: 0.13
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-
     # A chapter
 
     Some text with $x$.
@@ -38,7 +27,7 @@ CHAPTER = textwrap.dedent(
     print(1 + 1)
     ```
     """
-)
+))
 
 
 @pytest.fixture

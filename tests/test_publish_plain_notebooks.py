@@ -18,6 +18,7 @@ import jupytext
 import nbformat
 import pytest
 from myst_nb.core.variables import format_plain_text as myst_nb_format
+from myst_pages import myst_page  # tests/myst_pages.py
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -25,20 +26,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402
 import plain_notebook as pn  # noqa: E402
 
-CHAPTER = textwrap.dedent(
+CHAPTER = myst_page(textwrap.dedent(
     """\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-        format_version: 0.13
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-
     # A chapter
 
     (ch-goals)=
@@ -125,7 +114,7 @@ CHAPTER = textwrap.dedent(
     ```
     :::
     """
-)
+))
 
 OTHER = textwrap.dedent(
     """\
