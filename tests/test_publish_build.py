@@ -127,3 +127,10 @@ def test_executed_pages_are_what_myst_nb_finds_in_its_cache(tmp_path: Path) -> N
     assert merged.cells[-1].outputs[0]["text"] == "42\n"
     with pytest.raises(KeyError):
         cache.match_cache_notebook(read_myst_markdown_notebook(bad.read_text()))
+
+
+def test_pages_run_under_the_books_cell_timeout(tmp_path: Path) -> None:
+    config = tmp_path / "_config.yml"
+    config.write_text("execute:\n  execute_notebooks: force\n  timeout: 77\n")
+    assert build_book.cell_timeout(config) == 77
+    assert build_book.cell_timeout() == 1800  # the book's own, as _config.yml sets it

@@ -199,6 +199,13 @@ BOOK_ARGS = ["build", ".", "--all", "-W", "-n", "--keep-going"]
 CACHE = ROOT / "_build" / ".jupyter_cache"  # jupyter-book's default execution cache
 
 
+def cell_timeout(config: Path = ROOT / "_config.yml") -> int:
+    """The cell timeout of ``_config.yml`` (``execute: timeout``), which the build also uses."""
+    import yaml
+
+    return int(yaml.safe_load(config.read_text())["execute"]["timeout"])
+
+
 def notebook_pages(toc: Path = ROOT / "_toc.yml") -> list[Path]:
     """The pages of the table of contents that MyST-NB executes (MyST Markdown notebooks)."""
     from myst_nb.core.read import is_myst_markdown_notebook
@@ -308,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     kernel_env = ({**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"} if args.jobs > 1
                   else env)
-    failed = execute_pages(pages, args.jobs, kernel_env, logs / "pages.log")
+    failed = execute_pages(pages, args.jobs, kernel_env, logs / "pages.log",
+                           timeout=cell_timeout())
     print(f"   {len(pages) - len(failed)} of {len(pages)} executed in "
           f"{time.perf_counter() - t0:.0f} s" + ("; failed:" if failed else ""), flush=True)
     print("\n".join(failed), flush=True)
