@@ -208,10 +208,8 @@ def cell_timeout(config: Path = ROOT / "_config.yml") -> int:
 
 def notebook_pages(toc: Path = ROOT / "_toc.yml") -> list[Path]:
     """The pages of the table of contents that MyST-NB executes (MyST Markdown notebooks)."""
+    import colab  # tools/colab.py (tools/ is on sys.path when this file runs as a script)
     from myst_nb.core.read import is_myst_markdown_notebook
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import colab
 
     pages = [ROOT / f"{doc}.md" for doc in colab.toc_docnames(toc)]
     return [p for p in pages if p.exists() and is_myst_markdown_notebook(p.read_text("utf8"))]
@@ -319,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                            timeout=cell_timeout())
     print(f"   {len(pages) - len(failed)} of {len(pages)} executed in "
           f"{time.perf_counter() - t0:.0f} s" + ("; failed:" if failed else ""), flush=True)
-    print("\n".join(failed), flush=True)
+    if failed:
+        print("\n".join(failed), flush=True)
     print("== make book 3/3: the pages, with the outputs just computed", flush=True)
     reports = args.out / "html" / "reports"
     for old in reports.rglob("*.err.log") if reports.exists() else []:

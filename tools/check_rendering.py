@@ -64,7 +64,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -806,6 +806,23 @@ def check_page(
     return result
 
 
+def each_page(html: Path, docs: list[str], new_driver: Callable[[], Any],
+              check: Callable[[Any, str, str], Any]) -> list[tuple[Any, list[str]]]:
+    """``check(driver, base_url, doc)`` on every page of ``docs``, in one browser
+    (``new_driver()``, quit at the end) with its own local server of ``html``; each result
+    with the requests the server could not answer while that page loaded."""
+    out = []
+    with serve(html) as (base, failed):
+        driver = new_driver()
+        try:
+            for doc in docs:
+                failed.clear()
+                out.append((check(driver, base, doc), list(failed)))
+        finally:
+            driver.quit()
+    return out
+
+
 def run(
     html: Path, out: Path, toc: Path, width: int = 1280, height: int = 900,
     mathjax_timeout_s: float = 60.0, names: frozenset[str] | None = None,
@@ -828,50 +845,33 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     docs = [d for d in docnames if d not in missing]
 
-    def desktop() -> list[PageResult]:
-        checked = []
-        with serve(html) as (base, failed):
-            driver = make_driver(width, height)
-            try:
-                for doc in docs:
-                    failed.clear()
-                    res = check_page(driver, base, doc, site, out, (width, height),
-                                     mathjax_timeout_s, names, budget_px or PAGE_BUDGET_PX)
-                    res.errors += [f"server answered {f}" for f in failed]
-                    checked.append(res)
-            finally:
-                driver.quit()
-        return checked
-
-    def on_phone() -> dict[str, tuple[list[str], list[str]]]:
-        found: dict[str, tuple[list[str], list[str]]] = {}  # doc -> (findings, failed requests)
-        with serve(html) as (base, failed):
-            driver = make_driver(*PHONE)
-            # a desktop window cannot be made this narrow: emulate the phone's viewport (as
-            # DevTools' device mode does; mobile: the page's viewport meta tag applies)
-            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-                "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
-            try:
-                for doc in docs:
-                    failed.clear()
-                    found[doc] = (check_phone(driver, base, doc, out, mathjax_timeout_s),
-                                  list(failed))
-            finally:
-                driver.quit()
-        return found
+    def on_phone() -> Any:
+        driver = make_driver(*PHONE)
+        # a desktop window cannot be made this narrow: emulate the phone's viewport (as
+        # DevTools' device mode does; mobile: the page's viewport meta tag applies)
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+        return driver
 
     # the two passes in two browsers at once, each with its own server (a failed request is
     # named on the page and pass that made it)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        wide = pool.submit(desktop)
-        narrow = pool.submit(on_phone) if phone else None
+        wide = pool.submit(each_page, html, docs, lambda: make_driver(width, height),
+                           lambda drv, base, doc: check_page(
+                               drv, base, doc, site, out, (width, height), mathjax_timeout_s,
+                               names, budget_px or PAGE_BUDGET_PX))
+        narrow = pool.submit(each_page, html, docs, on_phone,
+                             lambda drv, base, doc: check_phone(drv, base, doc, out,
+                                                                mathjax_timeout_s)
+                             ) if phone else None
         checked = wide.result()
-        phone_found = narrow.result() if narrow is not None else {}
-    for res in checked:
-        findings, failures = phone_found.get(res.docname, ([], []))
+        phone_found = dict(zip(docs, narrow.result(), strict=True)) if narrow is not None else {}
+    for res, failures in checked:
+        res.errors += [f"server answered {f}" for f in failures]
+        findings, phone_failures = phone_found.get(res.docname, ([], []))
         res.add("phone-scroll", findings)
-        res.errors += [f"server answered {f} (phone)" for f in failures]
-    results += checked
+        res.errors += [f"server answered {f} (phone)" for f in phone_failures]
+        results.append(res)
     (out / "report.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     return results
 
