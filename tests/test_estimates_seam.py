@@ -153,3 +153,31 @@ def test_own_estimate_needs_a_units_field() -> None:
     cfg = exp.config("quick")
     assert dataclasses.is_dataclass(cfg)
     assert not estimates.covers("certificates", type(cfg))  # a class, not a config
+
+
+def test_a_selected_unit_gets_its_own_estimate_not_the_studys(tmp_path) -> None:
+    """``--match`` selects one unit of three: the time budget compares that unit's estimate
+    (the estimator's entry for it, or the study's estimate spread over all three units) with
+    the time left, never the whole study's."""
+    from genbounds.results import ResultStore
+
+    exp = Experiment(name="fake_seam_match", chapter="x.md", description="x",
+                     config=lambda scale: (1, 2, 3), units=lambda cfg: [Unit(n) for n in cfg],
+                     run_unit=_run, code=("genbounds.scale",),
+                     estimate=lambda cfg: Estimate(seconds=150.0, peak_bytes=0, device="cpu"))
+    store = ResultStore(tmp_path, "quick")
+
+    def per_unit(name, cfg, st):  # type: ignore[no-untyped-def]
+        return [600.0, 1.0, 600.0]
+
+    report = sweep(exp, "quick", store=store, deadline=time.monotonic() + 60.0,
+                   unit_seconds=per_unit, match={"n": "2"})
+    assert [r.config["n"] for r in report.done] == [2], report.stopped
+    # the study's own estimate (150 s) spread over its three units: 50 s < 60 s, so it runs
+    report = sweep(exp, "quick", store=store, deadline=time.monotonic() + 60.0,
+                   match={"n": "3"})
+    assert [r.config["n"] for r in report.done] == [3], report.stopped
+    # and a unit whose own estimate is over the budget is still refused
+    report = sweep(exp, "quick", store=store, deadline=time.monotonic() + 60.0,
+                   unit_seconds=per_unit, match={"n": "1"})
+    assert report.done == [] and "its estimate is 10.0 min" in (report.stopped or "")

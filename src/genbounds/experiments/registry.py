@@ -326,21 +326,27 @@ UnitSeconds = Callable[[str, Any, ResultStore], Sequence[float] | None]
 
 def _unit_seconds(e: Experiment, cfg: Any, units: Sequence[Any], store: ResultStore,
                   estimator: UnitSeconds | None) -> list[float | None]:
-    """Estimated seconds of each unit (``None`` where nothing estimates it): ``estimator``'s
-    when given (calibrated on the units ``store`` holds, for
+    """Estimated seconds of each of ``units`` (``None`` where nothing estimates it).
+
+    ``units`` may be a selection (``--match``) of the study's units; every estimate is made
+    for all of them (``e.units(cfg)``) and read off for the ones selected: ``estimator``'s when
+    given (calibrated on the units ``store`` holds, for
     :func:`genbounds.estimates.unit_seconds`), else the experiment's own estimate spread
-    evenly over its units."""
+    evenly over all its units (never over the selection alone: a study's whole estimate on
+    one selected unit would refuse to start it)."""
     try:
+        every = list(e.units(cfg))
+        at = [every.index(u) for u in units]
         if estimator is not None:
             per_unit = estimator(e.name, cfg, store)
-            if per_unit is not None and len(per_unit) == len(units):
-                return [float(s) for s in per_unit]
+            if per_unit is not None and len(per_unit) == len(every):
+                return [float(per_unit[i]) for i in at]
         est = e.estimate(cfg) if e.estimate is not None else None
     except Exception:  # an estimate must never stop a run  # noqa: BLE001
         return [None] * len(units)
     if est is None:
         return [None] * len(units)
-    return [est.seconds / len(units)] * len(units)
+    return [est.seconds / len(every)] * len(units)
 
 
 class _Bar:
