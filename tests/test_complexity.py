@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from bad_input import REJECTED, call_with_bad  # tests/bad_input.py
 from scipy import integrate
 
 from genbounds import complexity as cx
@@ -720,30 +721,15 @@ def _ok_output(out: object) -> bool:
 def _probe(fn, kwargs: dict, name: str, bad: object) -> str | None:
     """None if ``fn(**kwargs with name=bad)`` returns a finite value or raises a ValueError
     that names ``name``; else what went wrong. Warnings are errors; 3 s is a hang."""
-    import signal
-    import warnings
 
-    def _alarm(*_: object) -> None:
-        raise TimeoutError
+    def evaluate(out: object) -> object:  # sup functions and covering profiles
+        if not callable(out):
+            return out
+        return out(0.5) if "log_covering" in fn.__name__ else out(np.ones((2, 2)))
 
-    args = {**kwargs, name: bad}
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(3)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            out = fn(**args)
-            if callable(out):                      # sup functions and covering profiles
-                out = out(0.5) if "log_covering" in fn.__name__ else out(np.ones((2, 2)))
-    except ValueError as exc:
-        return None if name in str(exc) else f"ValueError without {name!r}: {exc}"
-    except TimeoutError:
-        return "hang (> 3 s)"
-    except Exception as exc:  # noqa: BLE001 - any other exception is the failure reported
-        return f"{type(exc).__name__}: {exc}"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+    out, problem = call_with_bad(fn, kwargs, name, bad, then=evaluate)
+    if problem is not None or out is REJECTED:
+        return problem
     return None if _ok_output(out) else f"non-finite output {out!r}"
 
 

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from store_jobs import Job, compute  # tests/store_jobs.py
 
 from genbounds import results
 from genbounds.results import (
@@ -37,20 +38,6 @@ from genbounds.results import (
     store_main,
 )
 from genbounds.results.files import Unit
-
-
-@dataclass(frozen=True)
-class Job:
-    PROTOCOL_VERSION: ClassVar[int] = 1
-    # see test_store_processes.Job
-    CODE_MODULES: ClassVar[tuple[str, ...]] = ("genbounds.results.keys",)
-    n: int
-    seed: int = 0
-
-
-def compute(cfg: Job) -> dict[str, object]:
-    x = np.random.default_rng(cfg.seed).normal(size=(cfg.n, 2))
-    return {"x": x, "total": float(x.sum())}
 
 
 def _flip_byte(path: Path) -> None:

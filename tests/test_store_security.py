@@ -15,12 +15,11 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import pytest
+from store_jobs import Job, compute  # tests/store_jobs.py
 
 from genbounds import results
 from genbounds.results import (
@@ -33,19 +32,6 @@ from genbounds.results import (
     store_main,
 )
 from genbounds.results.files import Unit
-
-
-@dataclass(frozen=True)
-class Job:
-    PROTOCOL_VERSION: ClassVar[int] = 1
-    CODE_MODULES: ClassVar[tuple[str, ...]] = ("genbounds.results.keys",)
-    n: int
-    seed: int = 0
-
-
-def compute(cfg: Job) -> dict[str, object]:
-    x = np.random.default_rng(cfg.seed).normal(size=(cfg.n, 2))
-    return {"x": x, "total": float(x.sum())}
 
 
 def _stored(tmp_path: Path) -> tuple[ResultStore, list[Job], Unit]:
