@@ -191,3 +191,14 @@ def test_records_of_where_a_unit_ran_are_not_part_of_the_probe() -> None:
     hashed them would differ at every commit."""
     record = run_probe(registry.get_experiment("sparse_majority"))
     assert not any("segments" in name for name in record["values"])
+
+
+def test_a_unit_whose_fields_moved_is_the_same_probe_unit(recorded: dict[str, Any]) -> None:
+    """Fields moved into a base class change a dataclass's repr (their order), not the unit;
+    another value, another field or another class is another unit."""
+    reordered = dict(recorded, units=["Unit(b=(1, 2), a='x', c=0.5)"])
+    original = dict(recorded, units=["Unit(a='x', c=0.5, b=(1, 2))"])
+    assert same_probe(original, reordered)[0]
+    for other in ("Unit(a='x', c=0.25, b=(1, 2))", "Unit(a='x', c=0.5, b=(1, 2), d=1)",
+                  "Other(a='x', c=0.5, b=(1, 2))", "not a call ("):
+        assert not same_probe(original, dict(recorded, units=[other]))[0], other

@@ -82,7 +82,8 @@ from genbounds.validation import (
 )
 
 __all__ = [
-    "EXPERIMENT", "FAMILIES", "SEED_PAPERS", "CertificatesConfig", "CertUnit", "family_data",
+    "EXPERIMENT", "FAMILIES", "SEED_PAPERS", "CertificatesConfig", "CertUnit", "TrainedFamily",
+    "family_data",
     "make_model", "prior_split_errors", "run_unit", "units",
 ]
 
@@ -96,10 +97,16 @@ _CATONI_C = (0.5, 1.0, 2.0, 4.0)  # Catoni's C grid (a union bound over it)
 
 
 @dataclass(frozen=True)
-class CertUnit:
-    """One family: ``seeds`` networks trained and certified (see the module docstring)."""
+class TrainedFamily:
+    """The fields that fix a family's data, initialisations and training: ``seeds`` networks
+    (seeds ``first_seed, ...``) of width ``width`` trained for ``epochs`` at ``lr`` on ``n``
+    points (``prior_fraction`` of them for the data prior), tested on ``n_test``; ``delta`` the
+    confidence of every statement made about them, ``mc_share`` its share spent on Monte Carlo.
+    :class:`CertUnit` and :class:`genbounds.experiments.margin_certificates.MarginUnit` extend it
+    (a unit's key is its class name and fields, so both keep their stored keys)."""
 
-    PROTOCOL_VERSION: ClassVar[int] = 2
+    #: The families a subclass accepts.
+    FAMILIES: ClassVar[tuple[str, ...]] = FAMILIES
 
     family: str
     n: int
@@ -108,6 +115,33 @@ class CertUnit:
     epochs: int
     lr: float
     seeds: int = 1
+    first_seed: int = 0
+    prior_fraction: float = 0.5
+    delta: float = 0.05
+    mc_share: float = 0.2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_config(self)  # seeds, sizes at most MAX_CONFIG_INT, finite floats (issue 37 s.3)
+        check_choice(self.family, "family", self.FAMILIES)
+        for name in ("n", "n_test", "width", "epochs", "seeds"):
+            check_int(getattr(self, name), name)
+        check_int(self.seed, "seed", minimum=0)
+        check_int(self.first_seed, "first_seed", minimum=0)
+        check_positive(self.lr, "lr")
+        check_probability(self.prior_fraction, "prior_fraction")
+        check_probability(self.delta, "delta")
+        check_probability(self.mc_share, "mc_share")
+        if self.n < 16:
+            raise ValueError(f"n must be at least 16, got {self.n}")
+
+
+@dataclass(frozen=True)
+class CertUnit(TrainedFamily):
+    """One family: ``seeds`` networks trained and certified (see the module docstring)."""
+
+    PROTOCOL_VERSION: ClassVar[int] = 2
+
     T: int = 16
     d: int = 16
     s: int = 3
@@ -119,40 +153,26 @@ class CertUnit:
     prior_optimizer: str = "adam"
     subspace_dims: tuple[int, ...] = (16, 32, 64)
     subspace_steps: int = 300
-    prior_fraction: float = 0.5
-    delta: float = 0.05
-    mc_share: float = 0.2
     clip: float = 1.0
     noise_std: float = 0.5
     batch: int = 2000
-    seed: int = 0
     device: str = "cpu"
-    first_seed: int = 0
 
     def __post_init__(self) -> None:
-        check_config(self)  # seeds, sizes at most MAX_CONFIG_INT, finite floats (issue 37 s.3)
-        check_choice(self.family, "family", FAMILIES)
-        for name in ("n", "n_test", "width", "epochs", "seeds", "T", "d", "s", "post_steps",
-                     "mc_train", "mc_samples", "mc_test", "subspace_steps", "batch"):
+        super().__post_init__()
+        for name in ("T", "d", "s", "post_steps", "mc_train", "mc_samples", "mc_test",
+                     "subspace_steps", "batch"):
             check_int(getattr(self, name), name)
-        check_int(self.seed, "seed", minimum=0)
-        check_int(self.first_seed, "first_seed", minimum=0)
         check_choice(self.device, "device", ("cpu",))
-        check_positive(self.lr, "lr")
         check_nonnegative(self.noise_std, "noise_std")
         check_choice(self.prior_optimizer, "prior_optimizer", ("same", "adam"))
         check_positive(self.post_lr, "post_lr")
-        check_probability(self.prior_fraction, "prior_fraction")
-        check_probability(self.delta, "delta")
-        check_probability(self.mc_share, "mc_share")
         check_positive(self.clip, "clip")
         if (not isinstance(self.subspace_dims, tuple) or not self.subspace_dims
                 or any(isinstance(k, bool) or not isinstance(k, int) or k < 1
                        for k in self.subspace_dims)):
             raise ValueError(f"subspace_dims must be a non-empty tuple of positive integers, "
                              f"got {self.subspace_dims!r}")
-        if self.n < 16:
-            raise ValueError(f"n must be at least 16, got {self.n}")
 
     @property
     def is_standin(self) -> bool:

@@ -43,11 +43,7 @@ from genbounds.experiments import certificates as ce
 from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
 from genbounds.validation import (
-    check_choice,
-    check_config,
     check_int,
-    check_positive,
-    check_probability,
 )
 
 __all__ = ["EXPERIMENT", "FAMILIES", "PRIORS", "MarginCertificatesConfig", "MarginUnit",
@@ -61,48 +57,26 @@ TARGET: float = 0.15
 
 
 @dataclass(frozen=True)
-class MarginUnit:
-    """One family and seed range; the training fields are those of the matching ``CertUnit``."""
+class MarginUnit(ce.TrainedFamily):
+    """One family and seed range; its training fields (:class:`~genbounds.experiments.
+    certificates.TrainedFamily`) are those of the matching ``CertUnit``."""
 
     PROTOCOL_VERSION: ClassVar[int] = 1
+    FAMILIES: ClassVar[tuple[str, ...]] = FAMILIES
 
-    family: str
-    n: int
-    n_test: int
-    width: int
-    epochs: int
-    lr: float
-    seeds: int = 1
-    first_seed: int = 0
     mc_draws: int = 1000
     chunk: int = 250
     looseness_draws: int = 20
-    delta: float = 0.05
-    mc_share: float = 0.2
-    prior_fraction: float = 0.5
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        check_config(self)  # seeds, sizes at most MAX_CONFIG_INT, finite floats (issue 37 s.3)
-        check_choice(self.family, "family", FAMILIES)
-        for name in ("n", "n_test", "width", "epochs", "seeds", "mc_draws", "chunk",
-                     "looseness_draws"):
+        super().__post_init__()
+        for name in ("mc_draws", "chunk", "looseness_draws"):
             check_int(getattr(self, name), name)
-        check_int(self.first_seed, "first_seed", minimum=0)
-        check_int(self.seed, "seed", minimum=0)
-        check_positive(self.lr, "lr")
-        check_probability(self.delta, "delta")
-        check_probability(self.mc_share, "mc_share")
-        check_probability(self.prior_fraction, "prior_fraction")
-        if self.n < 16:
-            raise ValueError(f"n must be at least 16, got {self.n}")
 
     def cert_unit(self) -> ce.CertUnit:
         """The ``CertUnit`` whose data, initialisation and training this unit reproduces."""
-        return ce.CertUnit(self.family, n=self.n, n_test=self.n_test, width=self.width,
-                           epochs=self.epochs, lr=self.lr, seeds=self.seeds,
-                           first_seed=self.first_seed, prior_fraction=self.prior_fraction,
-                           seed=self.seed, delta=self.delta)
+        shared = dataclasses.fields(ce.TrainedFamily)
+        return ce.CertUnit(**{f.name: getattr(self, f.name) for f in shared})
 
 
 @dataclass(frozen=True)

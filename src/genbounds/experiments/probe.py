@@ -47,7 +47,7 @@ import numpy as np
 from genbounds.experiments.registry import Experiment
 
 __all__ = ["KIND_FIELDS", "PROBE_RTOL", "RECORDS", "SHRINK", "TIMING", "probe_units", "run_probe",
-           "same_probe", "summarize", "tiny"]
+           "same_probe", "same_unit_key", "summarize", "tiny"]
 
 #: Sizes a tiny unit takes (a field is lowered to this value when the unit has it and is larger).
 SHRINK: dict[str, int] = dict(
@@ -129,13 +129,29 @@ def run_probe(exp: Experiment) -> dict[str, Any]:
             "cpu_class_key": cpu_class_key(cpu_class(with_torch=True)), "threads": 1}
 
 
+def same_unit_key(text: str) -> Any:
+    """A probe unit as recorded (its ``repr``) with its fields in name order: a dataclass whose
+    fields moved (into a base class, say) is the same unit. Text that is not a call of literal
+    keyword arguments is its own key."""
+    import ast
+
+    try:
+        call = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return text
+    if not isinstance(call, ast.Call) or call.args or any(k.arg is None for k in call.keywords):
+        return text
+    return (ast.dump(call.func), sorted((str(k.arg), ast.dump(k.value)) for k in call.keywords))
+
+
 def same_probe(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[bool, str]:
     """Whether two probe records show the same behaviour, and how it was decided (module
     docstring): bitwise on the same CPU class, within :data:`PROBE_RTOL` on another."""
     for name in ("units", "values", "cpu_class_key"):
         if name not in recorded or name not in now:
             return False, f"a probe record lacks {name!r}"
-    if list(recorded["units"]) != list(now["units"]):
+    if ([same_unit_key(u) for u in recorded["units"]]
+            != [same_unit_key(u) for u in now["units"]]):
         return False, "the probe runs other units now (its sizes or kinds changed)"
     a, b = recorded["values"], now["values"]
     if sorted(a) != sorted(b):
