@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tiny_training import F64, out_of_time_at, tiny_data, tiny_mha  # tests/tiny_training.py
 
 import genbounds.train.loop as loop
-from genbounds.models import SparseMajorityMHA
 from genbounds.train import (
     BudgetExhausted,
     TrainConfig,
@@ -36,24 +36,6 @@ def _on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     real = loop.resolve_device
     monkeypatch.setattr(loop, "resolve_device", lambda d: real("cpu" if d == "auto" else d))
 
-F64 = torch.float64
-D, H, KD, T = 6, 2, 3, 5
-
-
-def _model(seeds: list[int]) -> SparseMajorityMHA:
-    return SparseMajorityMHA(d=D, heads=H, key_dim=KD, n_models=len(seeds), seeds=seeds,
-                             dtype=F64, final_init_std=0.5)
-
-
-def _data(K: int, N: int, seed: int, n_val: int = 15) -> tuple[torch.Tensor, ...]:
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(K, N, T, D, generator=g, dtype=F64)
-    y = (X[:, :, 0, 0] > 0).long()
-    Xv = torch.randn(K, n_val, T, D, generator=g, dtype=F64)
-    yv = (Xv[:, :, 0, 0] > 0).long()
-    return X, y, Xv, yv
-
-
 CONFIGS = {
     # full-batch gradient descent, kept epoch by validation loss, patience
     "gd": TrainConfig(optimizer="gd", lr=0.3, max_epochs=30, patience=3, eval_every=2,
@@ -69,8 +51,8 @@ CONFIGS = {
 
 
 def _train(cfg: TrainConfig, ckpt: UnitCheckpoint | None = None) -> tuple[TrainResult, Any]:
-    X, y, Xv, yv = _data(3, 22, seed=2)
-    model = _model([3, 4, 5])
+    X, y, Xv, yv = tiny_data(3, 22, seed=2)
+    model = tiny_mha([3, 4, 5])
     res = train_ensemble(model, X, y, Xv, yv, "bce_logits_onehot", cfg, seed=3,
                          checkpoint=ckpt if ckpt is not None else False)
     return res, model
@@ -98,20 +80,6 @@ def _assert_bitwise(got: dict[str, Any], want: dict[str, Any]) -> None:
         assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
 
 
-def _stop_after(ckpt: UnitCheckpoint, k: int) -> dict[str, int]:
-    """Make ``ckpt`` save and run out of time at its ``k``-th epoch boundary (a deadline in the
-    past after ``k`` epochs)."""
-    seen = {"n": 0}
-
-    def should_save() -> bool:
-        seen["n"] += 1
-        return seen["n"] >= k
-
-    ckpt.should_save = should_save  # type: ignore[method-assign]
-    ckpt.out_of_time = lambda: seen["n"] >= k  # type: ignore[method-assign]
-    return seen
-
-
 @pytest.fixture(autouse=True)
 def _one_thread() -> Any:
     before = torch.get_num_threads()
@@ -133,7 +101,7 @@ def test_stop_at_a_random_epoch_and_resume_is_bitwise(name: str, tmp_path: Path)
     k = int(rng.integers(2, want_res.epochs_run - 1))
     path = tmp_path / "unit.pt"
     ck = UnitCheckpoint(path)
-    _stop_after(ck, k)
+    out_of_time_at(ck, k)
     with pytest.raises(BudgetExhausted) as info:
         _train(cfg, ck)
     assert info.value.epoch == k and info.value.total == cfg.max_epochs and path.is_file()
@@ -151,13 +119,13 @@ def test_two_interruptions_and_a_changed_memory_plan(tmp_path: Path,
     assert want_res.epochs_run == 14
     path = tmp_path / "unit.pt"
     ck = UnitCheckpoint(path)
-    _stop_after(ck, 3)
+    out_of_time_at(ck, 3)
     with pytest.raises(BudgetExhausted):
         _train(cfg, ck)
     monkeypatch.setattr(loop, "plan_memory",
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-planned")))
     ck2 = UnitCheckpoint(path)
-    _stop_after(ck2, 5)  # five more epochs: stops at epoch 8
+    out_of_time_at(ck2, 5)  # five more epochs: stops at epoch 8
     with pytest.raises(BudgetExhausted) as info:
         _train(cfg, ck2)
     assert info.value.epoch == 8
@@ -169,12 +137,12 @@ def test_a_unit_of_two_trainings_replays_the_finished_one(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Under unit_checkpoint, each train_ensemble call is a stage: the first call (finished
     before the interruption) is not trained again, the second resumes at its epoch."""
-    X, y, Xv, yv = _data(2, 16, seed=5)
+    X, y, Xv, yv = tiny_data(2, 16, seed=5)
     cfg1 = TrainConfig(lr=0.2, momentum=0.9, batch_size=8, max_epochs=6, select_best="last")
     cfg2 = TrainConfig(optimizer="adam", lr=0.01, batch_size=8, max_epochs=9)
 
     def unit() -> list[dict[str, Any]]:
-        model = _model([1, 2])
+        model = tiny_mha([1, 2])
         r1 = train_ensemble(model, X, y, loss="bce_logits_onehot", config=cfg1, seed=1)
         # the second training starts from the first one's weights (segments of one run)
         r2 = train_ensemble(model, X, y, Xv, yv, "bce_logits_onehot", cfg2, seed=2)
@@ -183,7 +151,7 @@ def test_a_unit_of_two_trainings_replays_the_finished_one(tmp_path: Path,
     want = unit()
     path = tmp_path / "unit.pt"
     ck = UnitCheckpoint(path)
-    seen = _stop_after(ck, 4 + 5 + 1)  # 5 boundaries in call 1 (no save after its last epoch)
+    seen = out_of_time_at(ck, 4 + 5 + 1)  # 5 boundaries in call 1 (no save after its last epoch)
     with unit_checkpoint(ck), pytest.raises(BudgetExhausted) as info:
         unit()
     assert info.value.epoch == 5 and seen["n"] == 10
@@ -207,7 +175,7 @@ def test_a_changed_configuration_is_refused(tmp_path: Path) -> None:
     cfg = CONFIGS["sgd_momentum"]
     path = tmp_path / "unit.pt"
     ck = UnitCheckpoint(path)
-    _stop_after(ck, 2)
+    out_of_time_at(ck, 2)
     with pytest.raises(BudgetExhausted):
         _train(cfg, ck)
     other = dataclasses.replace(cfg, lr=0.21)
@@ -217,17 +185,17 @@ def test_a_changed_configuration_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a genbounds-unit-checkpoint"):
         _train(cfg, UnitCheckpoint(path))
     with pytest.raises(ValueError, match="checkpoint must be"):
-        train_ensemble(_model([1]), *_data(1, 8, 0)[:2], checkpoint="x")  # type: ignore[arg-type]
+        train_ensemble(tiny_mha([1]), *tiny_data(1, 8, 0)[:2], checkpoint="x")  # type: ignore[arg-type]
 
 
 def test_a_loop_of_its_own_resumes_bitwise_with_the_helpers(tmp_path: Path) -> None:
     """checkpoint_state / restore_state: model, torch.optim.Adam, a scheduler, a numpy
     generator (minibatch order) and curves, stopped at epoch 4 of 9."""
-    X, y = _data(1, 20, seed=9)[:2]
+    X, y = tiny_data(1, 20, seed=9)[:2]
     epochs = 9
 
     def unit() -> tuple[dict[str, torch.Tensor], list[float]]:
-        model = _model([7])
+        model = tiny_mha([7])
         opt = torch.optim.Adam(model.parameters(), lr=0.02)
         sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
         gen = np.random.default_rng(11)
@@ -260,7 +228,7 @@ def test_a_loop_of_its_own_resumes_bitwise_with_the_helpers(tmp_path: Path) -> N
     want_p, want_c = unit()
     path = tmp_path / "unit.pt"
     ck = UnitCheckpoint(path)
-    _stop_after(ck, 4)
+    out_of_time_at(ck, 4)
     with unit_checkpoint(ck), pytest.raises(BudgetExhausted):
         unit()
     with unit_checkpoint(UnitCheckpoint(path)):

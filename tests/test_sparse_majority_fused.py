@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tiny_training import out_of_time_at  # tests/tiny_training.py
 
 from genbounds.data import make_sparse_majority_batch
 from genbounds.experiments.sparse_majority import (
@@ -48,14 +49,7 @@ def checkpoint_out_of_time_at(path: Path, k: int) -> UnitCheckpoint:
     """A checkpoint at ``path`` whose time budget runs out at its ``k``-th chance to save (it
     saves there)."""
     ck = UnitCheckpoint(path)
-    seen = {"n": 0}
-
-    def should_save() -> bool:
-        seen["n"] += 1
-        return seen["n"] >= k
-
-    ck.should_save = should_save  # type: ignore[method-assign]
-    ck.out_of_time = lambda: seen["n"] >= k  # type: ignore[method-assign]
+    out_of_time_at(ck, k)
     return ck
 
 

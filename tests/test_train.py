@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from tiny_training import F64, D, tiny_data, tiny_mha  # tests/tiny_training.py
 
 from genbounds.models import ShallowEncoder, SparseMajorityMHA
 from genbounds.train import (
@@ -20,23 +21,7 @@ from genbounds.train import (
     train_ensemble,
 )
 
-F64 = torch.float64
-D, H, KD, T = 6, 2, 3, 5
-
-
-def _mha(seeds: list[int]) -> SparseMajorityMHA:
-    return SparseMajorityMHA(d=D, heads=H, key_dim=KD, n_models=len(seeds), seeds=seeds,
-                             dtype=F64, final_init_std=0.5)
-
-
-def _data(K: int, N: int, seed: int = 0, n_val: int = 15) -> tuple[torch.Tensor, ...]:
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(K, N, T, D, generator=g, dtype=F64)
-    # a learnable rule: the sign of one coordinate of the first token
-    y = (X[:, :, 0, 0] > 0).long()
-    Xv = torch.randn(K, n_val, T, D, generator=g, dtype=F64)
-    yv = (Xv[:, :, 0, 0] > 0).long()
-    return X, y, Xv, yv
+_mha = tiny_mha
 
 
 def _assert_hist_close(a: np.ndarray, b: np.ndarray, **kw: float) -> None:
@@ -53,7 +38,7 @@ def _assert_hist_close(a: np.ndarray, b: np.ndarray, **kw: float) -> None:
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_batched_training_equals_training_one_at_a_time(optimizer: str) -> None:
     seeds = [3, 4, 5]
-    X, y, Xv, yv = _data(3, 22)
+    X, y, Xv, yv = tiny_data(3, 22)
     if optimizer == "sgd":
         cfg = TrainConfig(lr=0.2, momentum=0.9, momentum_style="keras", lr_decay=0.95,
                           lr_floor=0.12, batch_size=8, max_epochs=25, patience=4,
@@ -83,7 +68,7 @@ def test_batched_training_equals_training_one_at_a_time(optimizer: str) -> None:
 
 
 def test_seed_int_ties_minibatch_order_to_the_model_seed() -> None:
-    X, y, Xv, yv = _data(2, 12)
+    X, y, Xv, yv = tiny_data(2, 12)
     cfg = TrainConfig(lr=0.1, momentum=0.5, batch_size=5, max_epochs=4)
     ens = train_ensemble(_mha([7, 8]), X, y, Xv, yv, "cross_entropy", cfg, seed=11)
     one = train_ensemble(_mha([8]), X[1:], y[1:], Xv[1:], yv[1:], "cross_entropy", cfg,
@@ -103,7 +88,7 @@ def test_seed_int_ties_minibatch_order_to_the_model_seed() -> None:
 def test_matches_a_plain_keras_style_loop() -> None:
     """SGD(momentum) as Keras does it, batches of 8 of 19 samples (last one partial), lr
     decayed at every epoch start (LearningRateScheduler), running epoch metrics."""
-    X, y, Xv, yv = _data(1, 19, seed=2)
+    X, y, Xv, yv = tiny_data(1, 19, seed=2)
     cfg = TrainConfig(lr=0.3, momentum=0.9, momentum_style="keras", lr_decay=0.9,
                       lr_floor=0.2, batch_size=8, max_epochs=6, select_best="last")
     res = train_ensemble(_mha([9]), X, y, Xv, yv, "bce_logits_onehot", cfg, seed=[123])
@@ -138,7 +123,7 @@ def test_matches_a_plain_keras_style_loop() -> None:
 
 
 def test_torch_style_matches_torch_optim_sgd_and_keras_style_when_lr_constant() -> None:
-    X, y, _, _ = _data(1, 10, seed=4)
+    X, y, _, _ = tiny_data(1, 10, seed=4)
     cfg_t = TrainConfig(optimizer="gd", lr=0.2, momentum=0.8, momentum_style="torch",
                         max_epochs=7, select_best="last")
     res_t = train_ensemble(_mha([1]), X, y, loss="cross_entropy", config=cfg_t)
@@ -163,7 +148,7 @@ def test_torch_style_matches_torch_optim_sgd_and_keras_style_when_lr_constant() 
 
 @pytest.mark.parametrize("style", ["torch", "keras"])
 def test_adam_matches_its_definition(style: str) -> None:
-    X, y, _, _ = _data(1, 10, seed=4)
+    X, y, _, _ = tiny_data(1, 10, seed=4)
     cfg = TrainConfig(optimizer="adam", lr=0.05, adam_beta1=0.8, adam_beta2=0.99,
                       adam_eps=1e-6, momentum_style=style, batch_size=4, max_epochs=3,
                       select_best="last")
@@ -214,7 +199,7 @@ def test_lr_schedule_keras_semantics() -> None:
 def test_running_versus_exact_training_accuracy() -> None:
     """Full batch: the running metrics of epoch e are those of the weights before epoch e's
     step; the exact (end-of-epoch) metrics of epoch e are therefore the running ones of e+1."""
-    X, y, Xv, yv = _data(2, 16, seed=5)
+    X, y, Xv, yv = tiny_data(2, 16, seed=5)
     cfg = TrainConfig(optimizer="gd", lr=0.5, momentum=0.5, max_epochs=8, stop_metric="exact")
     model = _mha([1, 2])
     init = evaluate_ensemble(model, X, y, "bce_logits_onehot")
@@ -232,7 +217,7 @@ def test_running_versus_exact_training_accuracy() -> None:
 
 
 def test_stopped_model_does_not_move() -> None:
-    X, y, Xv, yv = _data(3, 30, seed=6)
+    X, y, Xv, yv = tiny_data(3, 30, seed=6)
     X, y = X.clone(), y.clone()
     y[0] = 1  # model 0 only has to learn a constant: it reaches accuracy 1.0
     # models 1 and 2 see every input twice with opposite labels: accuracy 1.0 is impossible
@@ -271,7 +256,7 @@ def test_sgd_step_touches_only_active_models() -> None:
 
 
 def test_best_epoch_is_lowest_validation_loss_and_model_holds_it() -> None:
-    X, y, Xv, yv = _data(2, 20, seed=7)
+    X, y, Xv, yv = tiny_data(2, 20, seed=7)
     cfg = TrainConfig(lr=0.05, momentum=0.9, batch_size=7, max_epochs=15)
     model = _mha([4, 5])
     res = train_ensemble(model, X, y, Xv, yv, "bce_logits_onehot", cfg)
@@ -285,7 +270,7 @@ def test_best_epoch_is_lowest_validation_loss_and_model_holds_it() -> None:
 
 
 def test_patience_and_eval_every() -> None:
-    X, y, Xv, yv = _data(2, 12, seed=8)
+    X, y, Xv, yv = tiny_data(2, 12, seed=8)
     cfg = TrainConfig(lr=1e-6, batch_size=6, max_epochs=40, patience=2, eval_every=3)
     res = train_ensemble(_mha([1, 2]), X, y, Xv, yv, "cross_entropy", cfg)
     vl = res.history["val_loss"]
@@ -296,7 +281,7 @@ def test_patience_and_eval_every() -> None:
 
 
 def test_lazy_validation_inputs_equal_a_tensor() -> None:
-    X, y, Xv, yv = _data(2, 10, seed=9, n_val=23)
+    X, y, Xv, yv = tiny_data(2, 10, seed=9, n_val=23)
     cfg = TrainConfig(lr=0.1, batch_size=4, max_epochs=3, eval_batch_size=5)
 
     def fn(models: np.ndarray, start: int, stop: int) -> torch.Tensor:
@@ -347,7 +332,7 @@ def test_per_sample_losses() -> None:
 
 
 def test_divergence_names_model_and_epoch() -> None:
-    X, y, Xv, yv = _data(3, 8, seed=10)
+    X, y, Xv, yv = tiny_data(3, 8, seed=10)
     X = X.clone()
     X[1] *= 1e200  # finite, but overflows inside model 1
     cfg = TrainConfig(lr=0.1, batch_size=4, max_epochs=3)
@@ -386,7 +371,7 @@ def test_bad_config_raises(kwargs: dict, match: str) -> None:
 
 
 def test_bad_inputs_raise() -> None:
-    X, y, Xv, yv = _data(2, 6)
+    X, y, Xv, yv = tiny_data(2, 6)
     m = _mha([1, 2])
     cfg = TrainConfig(max_epochs=1, select_best="last")
     with pytest.raises(ValueError, match="loss"):
