@@ -52,14 +52,11 @@ import time
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
-from genbounds.bench import PlainSparseMajorityMHA
+from genbounds.bench import BATCH, HEADS, KEY_DIM, N_TRAIN, D, S, simple_train_epochs
 from genbounds.data import make_sparse_majority_batch
 from genbounds.models import SparseMajorityMHA
 from genbounds.train import TrainConfig, train_ensemble
-
-D, HEADS, KEY_DIM, N_TRAIN, BATCH, S = 64, 2, 64, 300, 128, 9
 
 
 def _uptime() -> str:
@@ -80,6 +77,21 @@ def _cpu() -> str:
     return platform.processor() or "unknown"
 
 
+def _engine_epochs(batch: Any, K: int) -> Any:
+    """``epochs(n)``: ``n`` epochs of the engine on ``K`` models batched (bits and token
+    tables of ``batch``, the same SGD and batches as the simple way)."""
+    model = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K)))
+    model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
+    Xb, yb = batch.bits_train.to(torch.float32), batch.y_train
+
+    def epochs(n: int) -> None:
+        cfg = TrainConfig(lr=0.01, momentum=0.9, batch_size=BATCH, max_epochs=n,
+                          select_best="last", device="cpu")
+        train_ensemble(model, Xb, yb, loss="bce_logits_onehot", config=cfg, checkpoint=False)
+
+    return epochs
+
+
 def measure(T: int = 20, K: int = 50, repeats: int = 7, target_s: float = 2.0,
             threads: int = 1, seed: int = 0) -> dict[str, Any]:
     """Run the ABAB measurement and return everything as a JSON-ready dict."""
@@ -87,32 +99,10 @@ def measure(T: int = 20, K: int = 50, repeats: int = 7, target_s: float = 2.0,
     batch = make_sparse_majority_batch(T, list(range(K)), n_train=N_TRAIN, n_val=10, s=S, d=D,
                                        val_tokens=False)
     # plain: one model, tokens, torch.optim.SGD (genbounds-bench's "simple" column)
-    X1, y1 = batch.X_train[0], batch.y_train[0]
     torch.manual_seed(seed)
-    plain = PlainSparseMajorityMHA()
-    opt = torch.optim.SGD(plain.parameters(), lr=0.01, momentum=0.9)
-    target = F.one_hot(y1, 2).to(X1.dtype)
-    gen = torch.Generator().manual_seed(seed)
-
-    def plain_epochs(n: int) -> None:
-        for _ in range(n):
-            perm = torch.randperm(X1.shape[0], generator=gen)
-            for start in range(0, X1.shape[0], BATCH):
-                idx = perm[start:start + BATCH]
-                loss = F.binary_cross_entropy_with_logits(plain(X1[idx]), target[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-
-    # engine: K models batched, bits and token tables
-    model = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K)))
-    model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
-    Xb, yb = batch.bits_train.to(torch.float32), batch.y_train
-
-    def engine_epochs(n: int) -> None:
-        cfg = TrainConfig(lr=0.01, momentum=0.9, batch_size=BATCH, max_epochs=n,
-                          select_best="last", device="cpu")
-        train_ensemble(model, Xb, yb, loss="bce_logits_onehot", config=cfg, checkpoint=False)
+    plain_epochs = simple_train_epochs(batch.X_train[0], batch.y_train[0], torch.device("cpu"),
+                                       seed=seed)
+    engine_epochs = _engine_epochs(batch, K)  # K models batched, bits and token tables
 
     def timed(fn: Any, n: int) -> float:
         t0 = time.perf_counter()
@@ -160,15 +150,7 @@ def profile(T: int = 20, K: int = 50, epochs: int = 10, threads: int = 1,
     torch.set_num_threads(threads)
     batch = make_sparse_majority_batch(T, list(range(K)), n_train=N_TRAIN, n_val=10, s=S, d=D,
                                        val_tokens=False)
-    model = SparseMajorityMHA(D, HEADS, KEY_DIM, n_models=K, seeds=list(range(K)))
-    model.set_token_tables(batch.bit_embeddings, batch.cls_embeddings, batch.positional)
-    Xb, yb = batch.bits_train.to(torch.float32), batch.y_train
-
-    def run(n: int) -> None:
-        cfg = TrainConfig(lr=0.01, momentum=0.9, batch_size=BATCH, max_epochs=n,
-                          select_best="last", device="cpu")
-        train_ensemble(model, Xb, yb, loss="bce_logits_onehot", config=cfg, checkpoint=False)
-
+    run = _engine_epochs(batch, K)
     run(2)
     with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         run(epochs)

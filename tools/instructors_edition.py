@@ -628,11 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = write_edition(args.root, args.html, args.executed, args.out)
     if args.check_print and not problems:
         problems += check_print(args.out)
-    for p in problems:
-        print("instructors' edition: ERROR:", p, file=sys.stderr)
-    if not problems:
-        print(f"instructors' edition: {args.out} (index.html)")
-    return 1 if problems else 0
+    return se.report("instructors' edition", problems, f"{args.out} (index.html)")
 
 
 if __name__ == "__main__":

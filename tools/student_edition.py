@@ -437,10 +437,15 @@ def main(argv: list[str] | None = None) -> int:
                              for leak in leaked_lines(removed, plain,
                                                       allowed=every_student_source)
                              if not re.search(r"[$\\{}]", leak)]
+    return report("student edition", problems, f"{args.out} (no solution text in it)")
+
+
+def report(tool: str, problems: list[str], done: str) -> int:
+    """Print each problem (standard error) or, when there is none, ``done``; the exit status."""
     for p in problems:
-        print("student edition: ERROR:", p, file=sys.stderr)
+        print(f"{tool}: ERROR:", p, file=sys.stderr)
     if not problems:
-        print(f"student edition: {args.out} (no solution text in it)")
+        print(f"{tool}: {done}")
     return 1 if problems else 0
 
 

@@ -166,12 +166,15 @@ def _timed(fn: Callable[[int], None], device: torch.device, target_s: float,
     return (time.perf_counter() - t0) / reps, reps
 
 
-def _simple_train_epochs(X: torch.Tensor, y: torch.Tensor, device: torch.device,
-                         ) -> Callable[[int], None]:
+def simple_train_epochs(X: torch.Tensor, y: torch.Tensor, device: torch.device,
+                        seed: int = 0) -> Callable[[int], None]:
+    """``epochs(n)``: ``n`` epochs of the simple way (one :class:`PlainSparseMajorityMHA` on
+    tokens, ``torch.optim.SGD`` with momentum, batches of :data:`BATCH` in a shuffled order
+    drawn from ``seed``)."""
     model = PlainSparseMajorityMHA().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     target = F.one_hot(y, 2).to(X.dtype)
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed)
 
     def epochs(n: int) -> None:
         for _ in range(n):
@@ -269,7 +272,7 @@ def bench_epoch(T_values: Sequence[int] = (20, 200), K: int = 5, n_val: int = 10
         batch = make_sparse_majority_batch(T, list(range(K)), n_train=N_TRAIN, n_val=n_val,
                                            s=S, d=D, device=dev, val_tokens=False)
         X_val = batch.datasets[0].val_tokens(device=dev)
-        train = _simple_train_epochs(batch.X_train[0], batch.y_train[0], dev)
+        train = simple_train_epochs(batch.X_train[0], batch.y_train[0], dev)
         val = _simple_validate(X_val, batch.y_val[0], dev)
         train(1)
         val(1)
@@ -795,7 +798,7 @@ def _training_rows(batch: Any, T: int, K_values: Sequence[int], dev: torch.devic
     """Section ``training``: model-epochs per second, the authors' loop vs the engine."""
     say(f"T={T}: simple training loop")
     s_simple, r_simple = _timed(
-        _simple_train_epochs(batch.X_train[0], batch.y_train[0], dev), dev, target_s)
+        simple_train_epochs(batch.X_train[0], batch.y_train[0], dev), dev, target_s)
     rows = []
     for K in K_values:
         say(f"T={T}, K={K}: engine")

@@ -1268,17 +1268,9 @@ def maurey_sparsify(
         V, w, gamma, bv, f2, second, k, n_draws, seed, scheme
     )
     err = ((fk - f[None, :]) ** 2).sum(axis=1)
-    return MaureyResult(
-        sq_errors=err,
-        expected_sq_error=float(expected),
-        bound=float(bound),
-        gamma=gamma,
-        b=bv,
-        f_sq_norm=f2,
-        k=k,
-        scheme=scheme,
-        atoms_used=counts.sum(axis=1).astype(np.int64),
-    )
+    return MaureyResult(sq_errors=err, expected_sq_error=float(expected), bound=float(bound),
+                        gamma=gamma, b=bv, f_sq_norm=f2, k=k, scheme=scheme,
+                        atoms_used=counts.sum(axis=1).astype(np.int64))
 
 
 # ============================================================================ softmax
@@ -1344,16 +1336,10 @@ class SoftmaxSearchResult:
     denominator: str
 
 
-def adversarial_softmax_search(
-    dim: int,
-    *,
-    denominator: Literal["linf", "sharp"] = "linf",
-    n_restarts: int = 64,
-    steps: int = 400,
-    lr: float = 0.05,
-    init_scale: float = 3.0,
-    seed: SeedLike = 0,
-) -> SoftmaxSearchResult:
+def adversarial_softmax_search(dim: int, *, denominator: Literal["linf", "sharp"] = "linf",
+                               n_restarts: int = 64, steps: int = 400, lr: float = 0.05,
+                               init_scale: float = 3.0, seed: SeedLike = 0,
+                               ) -> SoftmaxSearchResult:
     """Gradient ascent (Adam, float64) on ``||softmax(u) - softmax(v)||_1 / D(u, v)``.
 
     The pair is parametrised as ``v = u + exp(s) tanh(g)``; restart ``i`` starts from a random

@@ -32,6 +32,7 @@ __all__ = [
     "check_nonnegative",
     "check_number",
     "check_positive",
+    "check_positives",
     "check_probability",
     "check_seed",
     "check_seeds",
@@ -77,31 +78,35 @@ def check_number(value: Any, name: str) -> float:
     return v
 
 
+def _check_sign(value: Any, name: str, strict: bool) -> float:
+    """``float(value)`` if it is a finite number ``> 0`` (``strict``) or ``>= 0``."""
+    op = ">" if strict else ">="
+    if not is_number(value):
+        raise ValueError(f"{name} must be a finite number {op} 0, got {value!r}")
+    v = _to_float(value, name)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if v < 0 or (strict and v == 0):
+        raise ValueError(f"{name} must be finite and {op} 0, got {value!r}")
+    return v
+
+
 def check_positive(value: Any, name: str) -> float:
     """Return ``float(value)`` if it is a finite number ``> 0``, else raise ``ValueError``.
 
     The message names the argument, e.g. ``"B_x must be finite and > 0, got 0.0"``.
     """
-    if not is_number(value):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    v = _to_float(value, name)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if v <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return v
+    return _check_sign(value, name, strict=True)
 
 
 def check_nonnegative(value: Any, name: str) -> float:
     """Return ``float(value)`` if it is a finite number ``>= 0``, else raise ``ValueError``."""
-    if not is_number(value):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    v = _to_float(value, name)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if v < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-    return v
+    return _check_sign(value, name, strict=False)
+
+
+def check_positives(**values: Any) -> list[float]:
+    """:func:`check_positive` of each keyword argument, named by its keyword, in order."""
+    return [check_positive(v, name) for name, v in values.items()]
 
 
 def check_probability(value: Any, name: str, *, open_interval: bool = True) -> float:

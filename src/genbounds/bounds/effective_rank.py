@@ -310,6 +310,14 @@ def _check_m(m: float) -> int:
     return check_int(m, "m", 2)
 
 
+def _gap_arguments(Z: float, z_name: str, R: float, n: int, m: float, delta: float,
+                   c: float) -> tuple[float, float, int, int, float, float]:
+    """The checked arguments of the two gap bounds: ``Z`` (named ``z_name``), ``R``, ``n``,
+    ``m``, ``delta`` and ``c``."""
+    return (check_nonnegative(Z, z_name), check_positive(R, "R"), check_int(n, "n"), _check_m(m),
+            check_probability(delta, "delta"), check_nonnegative(c, "c"))
+
+
 def _finite_term(value: float, names: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{names}: the complexity term overflows float64 ({value!r})")
@@ -355,12 +363,7 @@ def theorem1_as_derived(Z_op_mean: float, R: float, n: int, m: int, delta: float
     value computed with ``Z = df/dA`` of a trained model is what the proof would certify, not a
     certificate for that model.
     """
-    Z = check_nonnegative(Z_op_mean, "Z_op_mean")
-    Rv = check_positive(R, "R")
-    nv = check_int(n, "n")
-    mv = _check_m(m)
-    d = check_probability(delta, "delta")
-    cv = check_nonnegative(c, "c")
+    Z, Rv, nv, mv, d, cv = _gap_arguments(Z_op_mean, "Z_op_mean", R, n, m, delta, c)
     comp = _finite_term(2.0 * trace_budget(Rv, nv) * Z, "Z_op_mean and R")
     dev = deviation_term(mv, d, cv)
     return BoundValue(
@@ -386,12 +389,7 @@ def shared_attention_gap(Z_op_max: float, R: float, n: int, m: int, delta: float
     Thm. 4.1.1, on the Hermitian dilation of size ``2n``), so the gap is at most twice that plus
     the deviation term of eq. (13). The rate is ``sqrt(R n log n / m)``: ``n`` does not cancel.
     """
-    Z = check_nonnegative(Z_op_max, "Z_op_max")
-    Rv = check_positive(R, "R")
-    nv = check_int(n, "n")
-    mv = _check_m(m)
-    d = check_probability(delta, "delta")
-    cv = check_nonnegative(c, "c")
+    Z, Rv, nv, mv, d, cv = _gap_arguments(Z_op_max, "Z_op_max", R, n, m, delta, c)
     comp = _finite_term(2.0 * trace_budget(Rv, nv) * math.sqrt(2.0 * math.log(2 * nv) / mv) * Z,
                         "Z_op_max and R")
     dev = deviation_term(mv, d, cv)

@@ -267,44 +267,43 @@ _STOCH = ("loss with values in [0, 1] (the 0-1 loss, or a clipped loss rescaled 
           "certifies the STOCHASTIC (Gibbs) predictor: a fresh h ~ Q per prediction")
 
 
+def _gibbs_value(v: float, empirical_risk: float, kl: float, constants: dict[str, float],
+                 name: str, reference: str, terms: dict[str, float] | None = None,
+                 choices: dict[str, str] | None = None) -> BoundValue:
+    """A PAC-Bayes value ``v`` on the true risk of the Gibbs predictor, with its inputs."""
+    return BoundValue(
+        v, BoundKind.TRUE_LOSS, terms={"empirical_risk": empirical_risk, "kl": kl, **(terms or {})},
+        constants=constants, choices={"predictor": "stochastic (Gibbs)", **(choices or {})},
+        name=name, reference=reference, assumptions=_STOCH)
+
+
 def _kl_value(empirical_risk: float, kl: float, n: int, delta: float,
               grid_size: float = 1.0) -> BoundValue:
     g = _count(grid_size, "grid_size", 1)
-    v = pac_bayes_kl(empirical_risk, kl, n, delta, grid_size=g)
-    return BoundValue(
-        v, BoundKind.TRUE_LOSS,
-        terms={"empirical_risk": empirical_risk, "kl": kl,
-               "log_term": math.log(2 * math.sqrt(n) * g / delta),
-               "budget": _budget(kl, n, math.log(2 * math.sqrt(n) * g / delta))},
-        constants={"delta": delta, "grid_size": g},
-        choices={"predictor": "stochastic (Gibbs)", "inversion": "bisection to 1e-12"},
-        name="PAC-Bayes-kl", reference="Seeger 2002; Maurer 2004", assumptions=_STOCH)
+    log_term = math.log(2 * math.sqrt(n) * g / delta)
+    return _gibbs_value(
+        pac_bayes_kl(empirical_risk, kl, n, delta, grid_size=g), empirical_risk, kl,
+        {"delta": delta, "grid_size": g}, "PAC-Bayes-kl", "Seeger 2002; Maurer 2004",
+        terms={"log_term": log_term, "budget": _budget(kl, n, log_term)},
+        choices={"inversion": "bisection to 1e-12"})
 
 
 def _mcallester_value(empirical_risk: float, kl: float, n: int, delta: float,
                       grid_size: float = 1.0) -> BoundValue:
     g = _count(grid_size, "grid_size", 1)
     v = pac_bayes_mcallester(empirical_risk, kl, n, delta, grid_size=g)
-    return BoundValue(
-        v, BoundKind.TRUE_LOSS,
-        terms={"empirical_risk": empirical_risk, "kl": kl,
-               "sqrt_term": v - empirical_risk},
-        constants={"delta": delta, "grid_size": g},
-        choices={"predictor": "stochastic (Gibbs)"},
-        name="PAC-Bayes (McAllester form)", reference="McAllester 1999; Maurer 2004",
-        assumptions=_STOCH)
+    return _gibbs_value(v, empirical_risk, kl, {"delta": delta, "grid_size": g},
+                        "PAC-Bayes (McAllester form)", "McAllester 1999; Maurer 2004",
+                        terms={"sqrt_term": v - empirical_risk})
 
 
 def _catoni_value(empirical_risk: float, kl: float, n: int, delta: float, C: float,
                   grid_size: float = 1.0) -> BoundValue:
     g = _count(grid_size, "grid_size", 1)
-    v = pac_bayes_catoni(empirical_risk, kl, n, delta, C, grid_size=g)
-    return BoundValue(
-        v, BoundKind.TRUE_LOSS, terms={"empirical_risk": empirical_risk, "kl": kl},
-        constants={"delta": delta, "C": C, "grid_size": g},
-        choices={"predictor": "stochastic (Gibbs)", "C": "fixed before the sample"},
-        name="PAC-Bayes (Catoni form)", reference="Catoni 2007, Thm 1.2.6",
-        assumptions=_STOCH)
+    return _gibbs_value(pac_bayes_catoni(empirical_risk, kl, n, delta, C, grid_size=g),
+                        empirical_risk, kl, {"delta": delta, "C": C, "grid_size": g},
+                        "PAC-Bayes (Catoni form)", "Catoni 2007, Thm 1.2.6",
+                        choices={"C": "fixed before the sample"})
 
 
 def _count(value: float, name: str, minimum: int) -> int:

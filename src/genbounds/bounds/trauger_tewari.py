@@ -56,7 +56,13 @@ from genbounds.complexity import (
     _finite_guard,
     dudley_inverse_square,
 )
-from genbounds.validation import check_choice, check_int, check_nonnegative, check_positive
+from genbounds.validation import (
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_positives,
+)
 
 __all__ = [
     "Form",
@@ -94,10 +100,8 @@ def _maurey_cover(eps: float, d: int, k: int, B_w: float, B_x: float, form: Form
     (Maurey on the flattened matrix, ``2dk + 1`` atoms): ``[d] K ln(atoms)``, ``K`` the number
     of atoms (``ceil(B_w^2 B_x^2 / eps^2)`` audited, the ratio itself printed)."""
     e = check_positive(eps, "eps")
-    d = check_int(d, "d")
-    k = check_int(k, "k")
-    bw = check_positive(B_w, "B_w")
-    bx = check_positive(B_x, "B_x")
+    d, k = check_int(d, "d"), check_int(k, "k")
+    bw, bx = check_positives(B_w=B_w, B_x=B_x)
     check_choice(form, "form", _FORMS)
     ratio = bw * bw * bx * bx / (e * e)
     K = float(_ceil(ratio)) if form == "audited" else ratio
@@ -379,13 +383,9 @@ def rademacher_one_layer(
     d = check_int(d, "d")
     Cv = check_nonnegative(C, "C")
     C0v = check_nonnegative(C0, "C0")
-    bw = check_positive(B_w, "B_w")
-    bc = check_positive(B_Wc, "B_Wc")
-    bv = check_positive(B_Wv, "B_Wv")
-    ls = check_positive(L_sigma, "L_sigma")
-    bx = check_positive(B_x, "B_x")
-    cv = check_positive(c, "c")
-    sc = check_positive(softmax_constant, "softmax_constant")
+    bw, bc, bv, ls, bx, cv, sc = check_positives(
+        B_w=B_w, B_Wc=B_Wc, B_Wv=B_Wv, L_sigma=L_sigma, B_x=B_x, c=c,
+        softmax_constant=softmax_constant)
     check_choice(form, "form", _FORMS)
     B = bw * bc * ls * bv
     consts = {"c": cv, "symmetrisation_factor": 2.0, "B_w": bw, "B_Wc": bc, "B_Wv": bv,
@@ -687,12 +687,8 @@ def log_covering_multilayer(
     L = check_int(L, "L")
     c1 = check_nonnegative(C_1, "C_1")
     cb = check_nonnegative(C_Bx, "C_Bx")
-    bc = check_positive(B_c2, "B_c2")
-    bv = check_positive(B_v2, "B_v2")
-    bq = check_positive(B_qk2, "B_qk2")
-    bw = check_positive(B_w, "B_w")
-    ls = check_positive(L_sigma, "L_sigma")
-    bx = check_positive(B_x, "B_x")
+    bc, bv, bq, bw, ls, bx = check_positives(B_c2=B_c2, B_v2=B_v2, B_qk2=B_qk2, B_w=B_w,
+                                             L_sigma=L_sigma, B_x=B_x)
     a0v = check_nonnegative(a0, "a0")
     check_choice(form, "form", _FORMS)
     consts = {"C_1": c1, "C_Bx": cb, "B_c2": bc, "B_v2": bv, "B_qk2": bq, "B_w": bw,

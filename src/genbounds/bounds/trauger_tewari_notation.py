@@ -180,7 +180,6 @@ def tt_norms(view: ModelView) -> dict[str, np.ndarray]:
 
 
 # ------------------------------------------------------------------ stored columns -> needs
-_ONE_LAYER_COMMON = {"B_w": "tt.w_l1"}
 #: Registered bound key -> the stored column (of a sparse-majority run) that gives each norm
 #: the bound ``needs``, per head ``{h}``. Written once, here, for every bound the chapter
 #: evaluates on trained weights. Orientation (see :func:`tt_norms`): a stored ``W_c_*`` /
@@ -193,25 +192,16 @@ _ONE_LAYER_COMMON = {"B_w": "tt.w_l1"}
 #: ``||x||_2 <= B_x``, Cors. D.0.1/D.0.2 ``||x||_1 <= B_x`` (augmented tokens ``(x, 1)``).
 #: Edelman et al.'s baseline takes l2-type norms: ``||W_c||_{2,1}`` of TT's ``W_c`` (map
 #: ``u -> W_c^T u``) is ``||M^T||_{2,1}``, the column ``l21T``.
+#: One-layer corollaries: the query-key matrix's column (audited, printed) and the token bound.
+_CORS = {"cor_4_1_1": ("l11", "l11", "B_x_aug_l2"), "cor_d_0_1": ("l1inf", "l1inf", "B_x_aug_l1"),
+         "cor_d_0_2": ("l21T", "l21", "B_x_aug_l1")}
 TT_COLUMNS: dict[str, dict[str, str]] = {
-    "trauger_tewari.cor_4_1_1.audited": {
-        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1infT", "B_Wv": "tt.W_v_h{h}_l1infT",
-        "B_QK": "tt.W_QK_h{h}_l11", "B_x": "B_x_aug_l2"},
-    "trauger_tewari.cor_4_1_1.printed": {
-        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1inf", "B_Wv": "tt.W_v_h{h}_l1inf",
-        "B_QK": "tt.W_QK_h{h}_l11", "B_x": "B_x_aug_l2"},
-    "trauger_tewari.cor_d_0_1.audited": {
-        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1infT", "B_Wv": "tt.W_v_h{h}_l1infT",
-        "B_QK": "tt.W_QK_h{h}_l1inf", "B_x": "B_x_aug_l1"},
-    "trauger_tewari.cor_d_0_1.printed": {
-        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1inf", "B_Wv": "tt.W_v_h{h}_l1inf",
-        "B_QK": "tt.W_QK_h{h}_l1inf", "B_x": "B_x_aug_l1"},
-    "trauger_tewari.cor_d_0_2.audited": {
-        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1infT", "B_Wv": "tt.W_v_h{h}_l1infT",
-        "B_QK": "tt.W_QK_h{h}_l21T", "B_x": "B_x_aug_l1"},
-    "trauger_tewari.cor_d_0_2.printed": {
-        **_ONE_LAYER_COMMON, "B_Wc": "tt.W_c_l1inf", "B_Wv": "tt.W_v_h{h}_l1inf",
-        "B_QK": "tt.W_QK_h{h}_l21", "B_x": "B_x_aug_l1"},
+    f"trauger_tewari.{cor}.{form}": {
+        "B_w": "tt.w_l1", "B_Wc": f"tt.W_c_{wc}", "B_Wv": f"tt.W_v_h{{h}}_{wc}",
+        "B_QK": f"tt.W_QK_h{{h}}_{qk}", "B_x": x}
+    for cor, (qk_audited, qk_printed, x) in _CORS.items()
+    for form, wc, qk in (("audited", "l1infT", qk_audited), ("printed", "l1inf", qk_printed))
+} | {
     "edelman.single_head_log_T.reconstructed": {
         "B_w": "tt.w_l2", "B_c2": "tt.W_c_op", "B_c21": "tt.W_c_l21T", "B_v2": "tt.W_v_h{h}_op",
         "B_v21": "tt.W_v_h{h}_l21T", "B_qk21": "tt.W_QK_h{h}_l21T", "B_x": "B_x_aug_l2"},

@@ -410,18 +410,9 @@ def load_mnist01(
         f" digit 1; test: {int((y_te != 1).sum())} of digit 0, {int((y_te == 1).sum())} of"
         " digit 1."
     )
-    return MnistTokens(
-        X_train=X_tr,
-        y_train=y_tr,
-        X_test=X_te,
-        y_test=y_te,
-        source=used,
-        note=note,
-        train_indices=readonly(tr),
-        test_indices=readonly(te),
-        labels=labels,
-        seed=seed,
-    )
+    return MnistTokens(X_train=X_tr, y_train=y_tr, X_test=X_te, y_test=y_te, source=used,
+                       note=note, train_indices=readonly(tr), test_indices=readonly(te),
+                       labels=labels, seed=seed)
 
 
 # --------------------------------------------------------------------------------------------

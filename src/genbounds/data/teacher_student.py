@@ -235,17 +235,9 @@ def teacher_student(
         raise ValueError("teacher returned non-finite values")
     noise = np.random.default_rng(noise_ss).standard_normal(n) * noise_std
     law = _DIST_DESCRIPTIONS[dist_key].format(df=df)
-    return TeacherStudentData(
-        X=readonly(X),
-        y=readonly(y_clean + noise),
-        y_clean=readonly(y_clean),
-        teacher=teacher,
-        dist=dist_key,
-        law=law,
-        df=df,
-        noise_std=noise_std,
-        seed=seed,
-    )
+    return TeacherStudentData(X=readonly(X), y=readonly(y_clean + noise),
+                              y_clean=readonly(y_clean), teacher=teacher, dist=dist_key, law=law,
+                              df=df, noise_std=noise_std, seed=seed)
 
 
 @dataclass(frozen=True, eq=False)

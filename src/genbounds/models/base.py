@@ -25,6 +25,8 @@ from genbounds.protocols import ModelView
 __all__ = [
     "ACTIVATIONS",
     "Ensemble",
+    "check_activation",
+    "check_cls_index",
     "keras_compute_fans",
     "keras_glorot_uniform_limit",
     "normal_init",
@@ -42,6 +44,20 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "identity": lambda x: x,
     "tanh": torch.tanh,
 }
+
+
+def check_activation(activation: object) -> str:
+    """``activation`` if it names one of :data:`ACTIVATIONS`, else a ``ValueError``."""
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+    return activation
+
+
+def check_cls_index(cls_index: object) -> int:
+    """``cls_index`` if it is an integer (not a bool), else a ``ValueError``."""
+    if isinstance(cls_index, bool) or not isinstance(cls_index, int):
+        raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
+    return cls_index
 
 
 def keras_compute_fans(shape: Sequence[int]) -> tuple[int, int]:

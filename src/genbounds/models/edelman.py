@@ -11,6 +11,8 @@ from torch import nn
 from genbounds.models.base import (
     ACTIVATIONS,
     Ensemble,
+    check_activation,
+    check_cls_index,
     normal_init,
     project_rows_to_unit_ball,
 )
@@ -66,14 +68,8 @@ class EdelmanTransformer(Ensemble):
         self.k = check_int(k, "k")
         self.heads = check_int(heads, "heads")
         self.layers = check_int(layers, "layers")
-        if activation not in ACTIVATIONS:
-            raise ValueError(
-                f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}"
-            )
-        if not isinstance(cls_index, int) or isinstance(cls_index, bool):
-            raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
-        self.activation = activation
-        self.cls_index = cls_index
+        self.activation = check_activation(activation)
+        self.cls_index = check_cls_index(cls_index)
         self.seeds = check_seeds(seeds, "seeds", n_models)
         self.n_models = n_models
         L, H = layers, heads
@@ -109,6 +105,19 @@ class EdelmanTransformer(Ensemble):
         Fh = torch.einsum("kbhts,kbsd,khde->kbhte", A, Y, self.W_v[:, i])
         G = torch.einsum("kbhte,khed->kbtd", sigma(project_rows_to_unit_ball(Fh)), self.W_c[:, i])
         return project_rows_to_unit_ball(G), A
+
+    def _check_attention(self, X: torch.Tensor, attention: object) -> None:
+        """``X`` a valid input with a [CLS] position and ``attention`` a finite tensor of the
+        shape of :meth:`attention_maps` for it."""
+        K, B, T = self._check_input(X)
+        self._check_cls(T)
+        shape = (K, self.layers, B, self.heads, T, T)
+        if not isinstance(attention, torch.Tensor) or tuple(attention.shape) != shape:
+            got = (tuple(attention.shape) if isinstance(attention, torch.Tensor)
+                   else type(attention).__name__)
+            raise ValueError(f"attention must be a tensor of shape {shape}, got {got}")
+        if not bool(torch.isfinite(attention).all()):
+            raise ValueError("attention contains non-finite values")
 
     def _check_cls(self, T: int) -> None:
         if not -T <= self.cls_index < T:
@@ -164,15 +173,7 @@ class EdelmanTransformer(Ensemble):
         the derivative of the output with respect to ``attention`` is the sensitivity of ``f``
         to its attention matrices (Dhingra's ``Z = df/dA``).
         """
-        K, B, T = self._check_input(X)
-        self._check_cls(T)
-        shape = (K, self.layers, B, self.heads, T, T)
-        if not isinstance(attention, torch.Tensor) or tuple(attention.shape) != shape:
-            got = (tuple(attention.shape) if isinstance(attention, torch.Tensor)
-                   else type(attention).__name__)
-            raise ValueError(f"attention must be a tensor of shape {shape}, got {got}")
-        if not bool(torch.isfinite(attention).all()):
-            raise ValueError("attention contains non-finite values")
+        self._check_attention(X, attention)
         Y = X
         for i in range(self.layers):
             Y, _ = self._layer(Y, i, attention[:, i])

@@ -293,15 +293,7 @@ class FastEdelmanTransformer(EdelmanTransformer):
         """As :meth:`EdelmanTransformer.output_with_attention`; the last layer reads only the
         [CLS] query's rows of ``attention`` (the others do not reach the output, so their
         derivative is exactly zero, as in the reference)."""
-        K, B, T = self._check_input(X)
-        self._check_cls(T)
-        shape = (K, self.layers, B, self.heads, T, T)
-        if not isinstance(attention, torch.Tensor) or tuple(attention.shape) != shape:
-            got = (tuple(attention.shape) if isinstance(attention, torch.Tensor)
-                   else type(attention).__name__)
-            raise ValueError(f"attention must be a tensor of shape {shape}, got {got}")
-        if not bool(torch.isfinite(attention).all()):
-            raise ValueError("attention contains non-finite values")
+        self._check_attention(X, attention)
         Y = X
         for i in range(self.layers - 1):
             Y, _ = self._layer(Y, i, attention[:, i])

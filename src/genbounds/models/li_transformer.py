@@ -30,6 +30,8 @@ from torch import nn
 from genbounds.models.base import (
     ACTIVATIONS,
     Ensemble,
+    check_activation,
+    check_cls_index,
     normal_init,
     project_rows_to_unit_ball,
     stack_init,
@@ -73,12 +75,10 @@ class LiTransformer(Ensemble):
         self.heads = check_int(heads, "heads")
         self.layers = check_int(layers, "layers")
         self.rank_qk = d if rank_qk is None else check_int(rank_qk, "rank_qk", maximum=d)
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        check_activation(activation)
         if normalize is not None and not isinstance(normalize, bool):
             raise ValueError(f"normalize must be a bool or None, got {normalize!r}")
-        if isinstance(cls_index, bool) or not isinstance(cls_index, int):
-            raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
+        check_cls_index(cls_index)
         dtype = check_float_dtype(dtype, "dtype")
         n_models = check_int(n_models, "n_models")
         self.activation = activation

@@ -10,6 +10,7 @@ from torch import nn
 
 from genbounds.models.base import (
     Ensemble,
+    check_cls_index,
     keras_glorot_uniform_limit,
     normal_init,
     stack_init,
@@ -97,8 +98,7 @@ class SparseMajorityMHA(Ensemble):
         self.heads = check_int(heads, "heads")
         self.key_dim = check_int(key_dim, "key_dim")
         self.n_outputs = check_int(n_outputs, "n_outputs")
-        if not isinstance(cls_index, int) or isinstance(cls_index, bool):
-            raise ValueError(f"cls_index must be an integer, got {cls_index!r}")
+        check_cls_index(cls_index)
         if not (isinstance(final_init_std, int | float) and final_init_std >= 0):
             raise ValueError(f"final_init_std must be >= 0, got {final_init_std!r}")
         self.cls_index = cls_index

@@ -43,27 +43,10 @@ The engine imports no model family: a model is anything whose parameters and buf
 leading model dimension K and whose forward maps ``(K, B, ...)`` to ``(K, B)`` or ``(K, B, C)``.
 """
 
-from genbounds.train.checkpoint import (
-    BudgetExhausted,
-    Stage,
-    UnitCheckpoint,
-    checkpoint_state,
-    current_checkpoint,
-    fingerprint,
-    from_storable,
-    restore_state,
-    to_storable,
-    unit_checkpoint,
-)
-from genbounds.train.config import (
-    LOSSES,
-    LossName,
-    TrainConfig,
-    TrainingDivergedError,
-    TrainResult,
-    lr_schedule,
-    resolve_device,
-)
+from genbounds.train import checkpoint as _checkpoint
+from genbounds.train import config as _config
+from genbounds.train.checkpoint import *  # noqa: F403 - its __all__, re-exported
+from genbounds.train.config import *  # noqa: F403 - its __all__, re-exported
 from genbounds.train.evaluate import evaluate_ensemble, evaluate_models
 from genbounds.train.inputs import InputFn, InputSet
 from genbounds.train.loop import train_ensemble
@@ -71,32 +54,7 @@ from genbounds.train.losses import per_sample_loss
 from genbounds.train.memory import MemoryPlan, plan_memory
 from genbounds.train.step import adam_step, sgd_step
 
-__all__ = [
-    "LOSSES",
-    "BudgetExhausted",
-    "Stage",
-    "UnitCheckpoint",
-    "checkpoint_state",
-    "current_checkpoint",
-    "fingerprint",
-    "from_storable",
-    "restore_state",
-    "to_storable",
-    "unit_checkpoint",
-    "InputFn",
-    "InputSet",
-    "LossName",
-    "MemoryPlan",
-    "TrainConfig",
-    "TrainResult",
-    "TrainingDivergedError",
-    "adam_step",
-    "evaluate_ensemble",
-    "evaluate_models",
-    "lr_schedule",
-    "per_sample_loss",
-    "plan_memory",
-    "resolve_device",
-    "sgd_step",
-    "train_ensemble",
-]
+__all__ = ["InputFn", "InputSet", "MemoryPlan", "adam_step", "evaluate_ensemble",
+           "evaluate_models", "per_sample_loss", "plan_memory", "sgd_step", "train_ensemble"]
+__all__ += _checkpoint.__all__
+__all__ += _config.__all__
