@@ -227,11 +227,6 @@ def _params_bytes(model: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
-def _estimate_workloads(ws: Sequence[Workload], note: str) -> Estimate:
-    """Calibrate the extreme units, scale the others by counted FLOPs (module docstring)."""
-    return _per_unit(ws, note)[1]
-
-
 def _per_unit(ws: Sequence[Workload], note: str) -> tuple[list[float], Estimate]:
     """Seconds of each unit, and the experiment's :class:`Estimate` (their sum)."""
     t_start = time.perf_counter()
