@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import subprocess
 import sys
 import time
@@ -181,3 +182,36 @@ def test_a_selected_unit_gets_its_own_estimate_not_the_studys(tmp_path) -> None:
     report = sweep(exp, "quick", store=store, deadline=time.monotonic() + 60.0,
                    unit_seconds=per_unit, match={"n": "1"})
     assert report.done == [] and "its estimate is 10.0 min" in (report.stopped or "")
+
+
+def test_a_paper_unit_records_its_estimate_beside_its_wall_time(tmp_path) -> None:
+    """At paper scale the sweep estimates each unit before it runs and the record keeps that
+    estimate (seconds and where it was made), so measured / estimated can be read off every
+    stored unit; at quick scale nothing is estimated or recorded unless asked."""
+    from genbounds.results import ResultStore
+    from genbounds.results.provenance import Provenance, recorded_estimate
+
+    exp = Experiment(name="fake_seam_record", chapter="x.md", description="x",
+                     config=lambda scale: (1, 2), units=lambda cfg: [Unit(n) for n in cfg],
+                     run_unit=_run, code=("genbounds.scale",))
+
+    def per_unit(name, cfg, st):  # type: ignore[no-untyped-def]
+        return [30.0, 45.0]
+
+    report = sweep(exp, "paper", store=ResultStore(tmp_path, "paper"), unit_seconds=per_unit)
+    got = {r.config["n"]: r.provenance.estimate for r in report.done}
+    assert got[1] is not None and got[1]["seconds"] == 30.0 and got[2]["seconds"] == 45.0
+    assert got[1]["device"].startswith("cpu")
+    again = Provenance.from_record(json.loads(report.done[0].path.with_suffix(".json")
+                                              .read_text())["provenance"])
+    assert again.estimate == report.done[0].provenance.estimate  # stored and read back
+    quick = sweep(exp, "quick", store=ResultStore(tmp_path, "quick"), unit_seconds=per_unit)
+    assert all(r.provenance.estimate is None for r in quick.done)
+    # no estimate: nothing recorded, and the unit still runs
+    none = sweep(exp, "paper", store=ResultStore(tmp_path / "b", "paper"),
+                 unit_seconds=lambda name, cfg, st: None)
+    assert len(none.done) == 2 and all(r.provenance.estimate is None for r in none.done)
+    for bad in (0.0, -1.0, float("nan"), float("inf"), True):
+        with pytest.raises(ValueError, match="seconds"):
+            with recorded_estimate(bad, "cpu"):
+                pass

@@ -216,3 +216,26 @@ def test_the_data_are_made_once_and_cached_until_the_store_changes(
         assert calls == ["paper", "paper"]
     finally:
         paper_tables.cached_data.cache_clear()
+
+
+def test_measured_over_estimated_is_read_off_the_units_that_recorded_it(
+        certificates: tuple[Any, Any, list[Any], Any]) -> None:
+    from genbounds.results import describe_device
+    from genbounds.results.provenance import recorded_estimate
+
+    exp, cfg, units, store = certificates
+    row = _one(store)
+    assert row["estimated"] == []
+    assert "No stored unit records one yet." in paper_tables.estimate_check([row])
+    store.save(units[0], {"x": [1.0]}, device=GPU, wall_time_s=50.0, code_modules=exp.code)
+    with recorded_estimate(100.0, GPU):
+        store.save(units[1], {"x": [1.0]}, device=GPU, wall_time_s=50.0, code_modules=exp.code)
+    with recorded_estimate(10.0, describe_device("cpu")):
+        store.save(units[2], {"x": [1.0]}, device=describe_device("cpu"), wall_time_s=30.0,
+                   code_modules=exp.code)
+    row = _one(store)
+    assert sorted(r[2] for r in row["estimated"]) == [10.0, 100.0]  # the unrecorded one left out
+    text = paper_tables.estimate_check([row])
+    assert "1 unit, measured / estimated 0.50 (1 within a factor 2)" in text
+    assert "1 unit, measured / estimated 3.00 (0 within a factor 2)" in text
+    assert text.count("\n- ") == 2  # one line per device

@@ -86,7 +86,10 @@ def rows(scale: str = "paper", store: Any = None,
             "recorded_s": float(sum(float(r.wall_time_s) for r in su.present)),
             "recorded_on": sorted({_device(str(r.device)) for r in su.present}),
             "here_s": None, "calibrated_on": 0, "upper_bound": False, "peak_gib": None,
-            "gpu": None}
+            "gpu": None, "estimated": [
+                (_device(str(r.device)), float(r.wall_time_s),
+                 float(r.provenance.estimate["seconds"]))
+                for r in su.present if r.provenance.estimate is not None]}
         if missing:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -140,7 +143,33 @@ def table(data: list[dict[str, Any]], load: str) -> str:
                 peak = f"{r['peak_gib']:.1f} GiB"
         lines.append(f"| {TITLE.get(r['study'], r['study'])} | {stored} | {recorded} | {cost} "
                      f"| {peak} |")
-    return (f"Estimated while this book was built, {load}.\n\n" + "\n".join(lines) + "\n")
+    return (f"Estimated while this book was built, {load}.\n\n" + "\n".join(lines) + "\n\n"
+            + estimate_check(data))
+
+
+def estimate_check(data: list[dict[str, Any]]) -> str:
+    """Measured / estimated time of the stored units that recorded their estimate (made before
+    they ran, on the machine that ran them), per study and device, as a Markdown list."""
+    from study_times import TITLE
+
+    items = []
+    for r in data:
+        by_device: dict[str, list[float]] = {}
+        for device, measured, estimated in r.get("estimated", []):
+            by_device.setdefault(device, []).append(measured / estimated)
+        for device, ratios in sorted(by_device.items()):
+            ratios.sort()
+            within = sum(0.5 <= x <= 2.0 for x in ratios)
+            spread = (f"{ratios[0]:.2f}" if len(ratios) == 1
+                      else f"{ratios[0]:.2f} to {ratios[-1]:.2f}")
+            items.append(f"- {TITLE.get(r['study'], r['study'])}, {device}: "
+                         f"{_units(len(ratios))}, measured / estimated {spread} "
+                         f"({within} within a factor 2)")
+    head = ("How the estimates did: every unit stored since 2026-11-29 records the estimate "
+            "made before it ran.")
+    if not items:
+        return head + " No stored unit records one yet.\n"
+    return head + "\n\n" + "\n".join(items) + "\n"
 
 
 def load_text() -> str:

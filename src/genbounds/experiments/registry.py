@@ -20,6 +20,7 @@ and ``python -m genbounds experiments`` lists it, ``python -m genbounds reproduc
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -444,7 +445,8 @@ def sweep(
         "nonfinite": nonfinite, "text": text}
     report = SweepReport(e.name, scale_name, units, [None] * len(units))
     seconds: list[float | None] = [None] * len(units)
-    needed = progress or (deadline is not None and not e.resumable)  # bar, or start decisions
+    # the bar, the start decisions, or the record of a paper unit (its estimate beside its time)
+    needed = progress or (deadline is not None and not e.resumable) or store.namespace == "paper"
     if needed and (recompute or not all(store.has(u) for u in units)):
         # measures rates: only if there is work
         seconds = _unit_seconds(e, cfg, units, store, unit_seconds)
@@ -530,6 +532,7 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
     from genbounds.results.provenance import (
         describe_device,
         earlier_stretches,
+        recorded_estimate,
         recorded_probe,
         stretch_record,
     )
@@ -551,7 +554,9 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
     before = read_stretches(path) if path.is_file() else []
     t0 = time.monotonic()
     try:
-        with earlier_stretches(before):
+        usable = est is not None and math.isfinite(est) and est > 0  # never fails a run
+        with earlier_stretches(before), recorded_estimate(
+                est if usable else None, describe_device(options["device"])):
             if recompute:
                 result: StoredResult | None = store.run(unit, compute, recompute=True,
                                                         **options)

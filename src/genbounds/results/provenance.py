@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import datetime as _dt
 import hashlib
+import math
 import os
 import platform
 import subprocess
@@ -68,6 +69,7 @@ __all__ = [
     "module_files",
     "normalize_code_modules",
     "normalized_source",
+    "recorded_estimate",
     "recorded_probe",
     "same_code",
     "stretch_record",
@@ -547,6 +549,10 @@ class Provenance:
     """The outputs of its study's probe under the code that computed it
     (:mod:`genbounds.experiments.probe`): what a later edit of that code must reproduce for the
     unit to be carried over to the edited code without recomputing. ``None``: not recorded."""
+    estimate: dict[str, Any] | None = None
+    """What the time estimate said before the unit ran (:func:`recorded_estimate`):
+    ``{"seconds": s, "device": where it was estimated}``, so that measured / estimated can be
+    read off every unit. ``None``: not recorded (no estimate, or stored before 2026-11-29)."""
 
     @classmethod
     def now(cls, *, device: str, wall_time_s: float,
@@ -587,6 +593,7 @@ class Provenance:
             cpu_class=cpu_class(),
             stretches=stretches,
             probe=_PROBE.get(),
+            estimate=_ESTIMATE.get(),
         )
 
     @classmethod
@@ -599,7 +606,7 @@ class Provenance:
             raise ValueError(f"provenance lacks {', '.join(missing)}")
         modules = record.get("code_modules")
         extra: dict[str, Any] = {}
-        for name in ("cpu_class", "migrated", "revalidated", "probe"):
+        for name in ("cpu_class", "migrated", "revalidated", "probe", "estimate"):
             value = record.get(name)
             if value is not None and not isinstance(value, dict):
                 raise ValueError(f"provenance field {name} must be an object, got {value!r}")
@@ -678,6 +685,24 @@ def recorded_probe(probe: Mapping[str, Any] | None) -> Iterator[None]:
         yield
     finally:
         _PROBE.reset(token)
+
+
+_ESTIMATE: ContextVar[dict[str, Any] | None] = ContextVar("genbounds_estimate", default=None)
+
+
+@contextmanager
+def recorded_estimate(seconds: float | None, device: str) -> Iterator[None]:
+    """Within this block, a result stored by :meth:`Provenance.now` records that its time was
+    estimated at ``seconds`` on ``device`` (``None``: nothing recorded)."""
+    if seconds is not None and not (isinstance(seconds, int | float) and not isinstance(
+            seconds, bool) and math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"seconds must be a finite number > 0 or None, got {seconds!r}")
+    token = _ESTIMATE.set(None if seconds is None
+                          else {"seconds": float(seconds), "device": str(device)})
+    try:
+        yield
+    finally:
+        _ESTIMATE.reset(token)
 
 
 @contextmanager
