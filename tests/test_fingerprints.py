@@ -251,3 +251,9 @@ def test_revalidation_compares_within_the_stated_tolerance() -> None:
     # a timing is not a result of the code: never compared
     timed = dict(old, wall_time_s=np.array([3.0]))
     assert compare_arrays(dict(timed, wall_time_s=np.array([9.0])), timed, 1e-6, 0.0)[0] == []
+    # nor is a record of where the unit ran (a GPU flag): a unit first computed on a GPU can
+    # re-validate on a CPU when every number agrees
+    ran = dict(old, device=np.array([1.0, 1.0]))
+    assert compare_arrays(dict(ran, device=np.array([0.0, 0.0])), ran, 1e-6, 0.0)[0] == []
+    assert compare_arrays(dict(ran, device=np.array([0.0, 0.0]), n=old["n"] + 1), ran, 1e-6,
+                          0.0)[0] == ["n: differs (compared exactly)"]

@@ -56,6 +56,11 @@ DEFAULT_ATOL_FRAC = 1e-9
 """Default absolute tolerance, as a fraction of the largest stored value of each array."""
 TIMING = ("*wall_time*", "*seconds*", "*_time_s")
 """Arrays that measure time, not a result of the code (never compared; the record says so)."""
+RECORDS = ("device", "*.device", "*segments*")
+"""Arrays that record where a unit ran (a GPU flag, the devices of a resumed computation's
+stretches), not a result of the code: never compared (the record says so), as the probe leaves
+them out (:data:`genbounds.experiments.probe.RECORDS`)."""
+NOT_COMPARED = TIMING + RECORDS
 
 
 def rewrite_provenance(unit: files.Unit, repair: str, provenance: Mapping[str, Any]) -> None:
@@ -153,9 +158,11 @@ def equivalent_record(prov: Mapping[str, Any], modules: Sequence[str], how: str
 
 
 def compare_arrays(new: Mapping[str, Any], old: Mapping[str, np.ndarray], rtol: float,
-                   atol_frac: float, skip: Sequence[str] = TIMING) -> tuple[list[str], float]:
+                   atol_frac: float, skip: Sequence[str] = NOT_COMPARED,
+                   ) -> tuple[list[str], float]:
     """``(problems, largest relative difference)`` of recomputed against stored arrays (those
-    matching a pattern of ``skip``, timings, are not compared)."""
+    matching a pattern of ``skip``, timings and records of where the unit ran, are not
+    compared)."""
     problems: list[str] = []
     worst = 0.0
     for name, b in old.items():
@@ -207,7 +214,8 @@ def revalidate_unit(exp: Any, config: Any, store: Any, rtol: float = DEFAULT_RTO
     arrays = exp.run_unit(config, False)
     wall = time.perf_counter() - t0
     problems, worst = compare_arrays(arrays, record.arrays, rtol, atol_frac)
-    skipped = sorted(n for n in record.arrays if any(fnmatch.fnmatchcase(n, p) for p in TIMING))
+    skipped = sorted(n for n in record.arrays
+                     if any(fnmatch.fnmatchcase(n, p) for p in NOT_COMPARED))
     if problems:
         return False, (f"{unit.key}: NOT re-validated ({wall:.1f} s): " + "; ".join(problems[:5])
                        + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""))
@@ -236,7 +244,8 @@ def revalidate_unit(exp: Any, config: Any, store: Any, rtol: float = DEFAULT_RTO
     )
     rewrite_provenance(unit, store.repair_command, prov)
     return True, (f"{unit.key}: re-validated in {wall:.1f} s, "
-                  f"{len(record.arrays) - len(skipped)} arrays (timings not compared), "
+                  f"{len(record.arrays) - len(skipped)} arrays (timings and where it ran not "
+                  "compared), "
                   f"largest relative difference {worst:.2g} (rtol {rtol:g})")
 
 
