@@ -83,8 +83,7 @@ from genbounds.validation import (
 
 __all__ = [
     "EXPERIMENT", "FAMILIES", "SEED_PAPERS", "CertificatesConfig", "CertUnit", "TrainedFamily",
-    "family_data",
-    "make_model", "prior_split_errors", "run_unit", "units",
+    "family_data", "make_model", "prior_split_errors", "run_unit", "units",
 ]
 
 FAMILIES: tuple[str, ...] = ("mnist_shallow", "fashion_shallow", "sparse_majority",

@@ -42,9 +42,7 @@ from genbounds.bounds import margin as mg
 from genbounds.experiments import certificates as ce
 from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
-from genbounds.validation import (
-    check_int,
-)
+from genbounds.validation import check_int
 
 __all__ = ["EXPERIMENT", "FAMILIES", "PRIORS", "MarginCertificatesConfig", "MarginUnit",
            "run_unit", "units"]

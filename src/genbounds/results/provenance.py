@@ -36,7 +36,6 @@ from __future__ import annotations
 import ast
 import datetime as _dt
 import hashlib
-import math
 import os
 import platform
 import subprocess
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from genbounds import __version__
+from genbounds.validation import check_positive
 
 __all__ = [
     "AST_SCHEME",
@@ -694,11 +694,8 @@ _ESTIMATE: ContextVar[dict[str, Any] | None] = ContextVar("genbounds_estimate", 
 def recorded_estimate(seconds: float | None, device: str) -> Iterator[None]:
     """Within this block, a result stored by :meth:`Provenance.now` records that its time was
     estimated at ``seconds`` on ``device`` (``None``: nothing recorded)."""
-    if seconds is not None and not (isinstance(seconds, int | float) and not isinstance(
-            seconds, bool) and math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"seconds must be a finite number > 0 or None, got {seconds!r}")
-    token = _ESTIMATE.set(None if seconds is None
-                          else {"seconds": float(seconds), "device": str(device)})
+    token = _ESTIMATE.set(None if seconds is None else {
+        "seconds": check_positive(seconds, "seconds"), "device": str(device)})
     try:
         yield
     finally:

@@ -58,8 +58,9 @@ TIMING = ("*wall_time*", "*seconds*", "*_time_s")
 """Arrays that measure time, not a result of the code (never compared; the record says so)."""
 RECORDS = ("device", "*.device", "*segments*")
 """Arrays that record where a unit ran (a GPU flag, the devices of a resumed computation's
-stretches), not a result of the code: never compared (the record says so), as the probe leaves
-them out (:data:`genbounds.experiments.probe.RECORDS`)."""
+stretches), not a result of the code: never compared (the record says so). The probe leaves out
+the segments too (:data:`genbounds.experiments.probe.RECORDS`) but keeps a ``device`` flag, which
+is the same on every run of the probe (it always runs on the CPU)."""
 NOT_COMPARED = TIMING + RECORDS
 
 
