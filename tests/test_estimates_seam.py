@@ -215,3 +215,26 @@ def test_a_paper_unit_records_its_estimate_beside_its_wall_time(tmp_path) -> Non
         with pytest.raises(ValueError, match="seconds"):
             with recorded_estimate(bad, "cpu"):
                 pass
+
+
+def test_a_unit_recomputed_for_a_code_change_records_its_estimate(tmp_path) -> None:
+    """A paper unit made by other code and recomputed under ``on_code_change="recompute"``
+    is estimated before it runs like a missing one (it once recorded no estimate)."""
+    from genbounds.results import ResultStore
+
+    def exp_with(code: tuple[str, ...]) -> Experiment:
+        return Experiment(name="fake_seam_stale", chapter="x.md", description="x",
+                          config=lambda scale: (1, 2), units=lambda cfg: [Unit(n) for n in cfg],
+                          run_unit=_run, code=code)
+
+    def per_unit(name, cfg, st):  # type: ignore[no-untyped-def]
+        return [30.0, 45.0]
+
+    store = ResultStore(tmp_path, "paper")
+    first = sweep(exp_with(("genbounds.scale",)), "paper", store=store,
+                  unit_seconds=lambda name, cfg, st: None)
+    assert all(r.provenance.estimate is None for r in first.done)
+    again = sweep(exp_with(("genbounds.tables",)), "paper", store=store, unit_seconds=per_unit,
+                  on_code_change="recompute")
+    got = {r.config["n"]: r.provenance.estimate for r in again.done}
+    assert got[1] is not None and got[1]["seconds"] == 30.0 and got[2]["seconds"] == 45.0

@@ -56,6 +56,8 @@ def _invalid(name: str, value: Any) -> list[Any]:
         return [*BIG, -(2**70), math.nan, math.inf, True, "3", None, 1.5]
     if isinstance(value, float):
         return [math.nan, math.inf, -math.inf, *BIG, True, "0.5", None]
+    if name == "preregistered":  # "" is its documented "none pre-registered"
+        return [None, 3, "bogus-value"]
     if isinstance(value, str):
         return [None, 3, "", "bogus-value"]
     if isinstance(value, tuple):

@@ -202,3 +202,17 @@ def test_a_unit_whose_fields_moved_is_the_same_probe_unit(recorded: dict[str, An
     for other in ("Unit(a='x', c=0.25, b=(1, 2))", "Unit(a='x', c=0.5, b=(1, 2), d=1)",
                   "Other(a='x', c=0.5, b=(1, 2))", "not a call ("):
         assert not same_probe(original, dict(recorded, units=[other]))[0], other
+
+
+def test_a_field_added_at_its_old_value_is_the_same_probe_unit(
+        recorded: dict[str, Any]) -> None:
+    """A field added with OMIT_FROM_KEY (the value every earlier unit had implicitly) is absent
+    from a probe recorded before it existed: still the same unit; at another value, or a field
+    not declared so, it is another unit."""
+    before = dict(recorded, units=["Unit(a='x', c=0.5)"])
+    now = dict(recorded, units=["Unit(a='x', c=0.5, digits=(0, 1))"],
+               omitted=[[["digits", "(0, 1)"]]])
+    assert same_probe(before, now)[0]
+    assert not same_probe(before, dict(now, units=["Unit(a='x', c=0.5, digits=(6, 7))"]))[0]
+    assert not same_probe(before, dict(now, omitted=[[]]))[0]
+    assert not same_probe(before, dict(now, units=["Unit(a='y', c=0.5, digits=(0, 1))"]))[0]

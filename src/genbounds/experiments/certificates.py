@@ -172,8 +172,7 @@ class CertUnit(TrainedFamily):
         for name in ("T", "d", "s", "post_steps", "mc_train", "mc_samples", "mc_test",
                      "subspace_steps", "batch"):
             check_int(getattr(self, name), name)
-        if self.preregistered:
-            check_choice(self.preregistered, "preregistered", CERTIFICATES)
+        check_choice(self.preregistered, "preregistered", ("", *CERTIFICATES))
         if (not isinstance(self.digits, tuple) or len(self.digits) != 2
                 or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 9
                        for v in self.digits) or self.digits[0] == self.digits[1]):

@@ -72,18 +72,16 @@ CODE: dict[str, tuple[str, ...]] = {
         "genbounds.models.edelman", "genbounds.models.li_transformer",
         "genbounds.models.shallow_encoder", "genbounds.norms", "genbounds.protocols",
         "genbounds.spectral", "genbounds.validation"),
-    "preregistered_certificate": (
+    "preregistered_certificate": (  # certificates' run_unit on MNIST units only
         "genbounds.bounds.compression", "genbounds.bounds.derandomise",
-        "genbounds.bounds.effective_rank",
         "genbounds.bounds.effective_rank_notation",
         "genbounds.bounds.offset_rademacher_notation", "genbounds.bounds.pac_bayes",
         "genbounds.bounds.registry", "genbounds.bounds.shallow_gd",
-        "genbounds.bounds.shallow_gd_notation", "genbounds.bounds.trauger_tewari",
-        "genbounds.bounds.trauger_tewari_notation", "genbounds.complexity",
+        "genbounds.bounds.shallow_gd_notation", "genbounds.bounds.trauger_tewari_notation",
         "genbounds.data.base", "genbounds.data.mnist", "genbounds.experiments.certificates",
-        "genbounds.experiments.comparison", "genbounds.experiments.preregistered_certificate",
-        "genbounds.kl", "genbounds.models.base", "genbounds.models.shallow_encoder",
-        "genbounds.norms", "genbounds.protocols", "genbounds.spectral", "genbounds.validation"),
+        "genbounds.experiments.comparison", "genbounds.kl", "genbounds.models.base",
+        "genbounds.models.shallow_encoder", "genbounds.norms", "genbounds.protocols",
+        "genbounds.spectral", "genbounds.validation"),
     "margin_certificates": (
         "genbounds.bounds.margin", "genbounds.bounds.pac_bayes", "genbounds.bounds.registry",
         "genbounds.data.base", "genbounds.data.mnist", "genbounds.experiments.certificates",

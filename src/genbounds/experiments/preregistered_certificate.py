@@ -57,25 +57,33 @@ _MNIST: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class PreregisteredConfig:
-    """The development units, then the confirmation units (all :class:`CertUnit`)."""
+    """The study's certificate units: the development units (all five certificates) and the
+    confirmation units (one pre-registered certificate each), in that order."""
 
     PROTOCOL_VERSION: ClassVar[int] = 1
 
-    development: tuple[ce.CertUnit, ...]
-    confirmation: tuple[ce.CertUnit, ...]
+    units: tuple[ce.CertUnit, ...]
 
     def __post_init__(self) -> None:
-        for name in ("development", "confirmation"):
-            value = getattr(self, name)
-            if (not isinstance(value, tuple) or not value
-                    or not all(isinstance(u, ce.CertUnit) for u in value)):
-                raise ValueError(f"{name} must be a non-empty tuple of CertUnit, got "
-                                 f"{value!r:.200}")
-        if any(u.preregistered for u in self.development):
-            raise ValueError("development units compute all five certificates "
-                             "(preregistered must be empty)")
-        if not all(u.preregistered for u in self.confirmation):
-            raise ValueError("every confirmation unit names its pre-registered certificate")
+        if (not isinstance(self.units, tuple) or not self.units
+                or not all(isinstance(u, ce.CertUnit) for u in self.units)):
+            raise ValueError(f"units must be a non-empty tuple of CertUnit, got "
+                             f"{self.units!r:.200}")
+        if not self.development:
+            raise ValueError("units: no development unit (one with preregistered empty)")
+        if not self.confirmation:
+            raise ValueError("units: no confirmation unit (one naming its pre-registered "
+                             "certificate)")
+        if list(self.units) != [*self.development, *self.confirmation]:
+            raise ValueError("units: the development units come before the confirmation units")
+
+    @property
+    def development(self) -> tuple[ce.CertUnit, ...]:
+        return tuple(u for u in self.units if not u.preregistered)
+
+    @property
+    def confirmation(self) -> tuple[ce.CertUnit, ...]:
+        return tuple(u for u in self.units if u.preregistered)
 
     @classmethod
     def _build(cls, scale: str, confirm_digits: tuple[int, int], confirm_seeds: range,
@@ -88,7 +96,7 @@ class PreregisteredConfig:
                                             prior_optimizer=recipe, preregistered=tag,
                                             mc_samples=draws)
                         for j in confirm_seeds)
-        return cls(dev, confirm)
+        return cls((*dev, *confirm))
 
     @classmethod
     def quick(cls) -> PreregisteredConfig:
@@ -107,7 +115,7 @@ class PreregisteredConfig:
 def units(config: PreregisteredConfig) -> list[ce.CertUnit]:
     if not isinstance(config, PreregisteredConfig):
         raise ValueError(f"config must be a PreregisteredConfig, got {type(config).__name__}")
-    return [*config.development, *config.confirmation]
+    return list(config.units)
 
 
 def certificate_value(arrays: dict[str, np.ndarray], tag: str) -> np.ndarray:
@@ -143,7 +151,7 @@ def development_choice(dev: list[tuple[ce.CertUnit, dict[str, np.ndarray]]]
 
 def estimate(config: PreregisteredConfig) -> Estimate:
     """:func:`genbounds.experiments.certificates.estimate` over every unit."""
-    return ce.estimate(ce.CertificatesConfig(tuple(units(config))))
+    return ce.estimate(ce.CertificatesConfig(config.units))
 
 
 #: The registered study (``python -m genbounds reproduce --only preregistered_certificate``).

@@ -177,8 +177,10 @@ def same_probe(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[boo
     for name in ("units", "values", "cpu_class_key"):
         if name not in recorded or name not in now:
             return False, f"a probe record lacks {name!r}"
-    omitted = now.get("omitted") or [[] for _ in now["units"]]
-    if (len(recorded["units"]) != len(now["units"]) or len(omitted) != len(now["units"])
+    omitted = now.get("omitted")
+    if not isinstance(omitted, list) or len(omitted) != len(now["units"]):
+        omitted = [[] for _ in now["units"]]  # a record made before fields were omitted
+    if (len(recorded["units"]) != len(now["units"])
             or not all(_same_unit(r, u, o) for r, u, o
                        in zip(recorded["units"], now["units"], omitted, strict=True))):
         return False, "the probe runs other units now (its sizes or kinds changed)"

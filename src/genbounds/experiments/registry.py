@@ -447,8 +447,9 @@ def sweep(
     seconds: list[float | None] = [None] * len(units)
     # the bar, the start decisions, or the record of a paper unit (its estimate beside its time)
     needed = progress or (deadline is not None and not e.resumable) or store.namespace == "paper"
-    if needed and (recompute or not all(store.has(u) for u in units)):
-        # measures rates: only if there is work
+    if needed and (recompute or policy == "recompute" or not all(store.has(u) for u in units)):
+        # measures rates: only if there may be work (a stored unit made by other code is
+        # recomputed under the "recompute" policy, and records its estimate like a new one)
         seconds = _unit_seconds(e, cfg, units, store, unit_seconds)
     bar = _Bar(progress and len(units) > 1, len(units), seconds)
     try:
