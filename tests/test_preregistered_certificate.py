@@ -77,13 +77,15 @@ def test_presets_keep_development_apart_from_confirmation() -> None:
         assert a.seed_of(a.first_seed, 0) == b.seed_of(b.first_seed, 0)
         assert (a.n, a.n_test, a.width, a.epochs, a.lr) == (b.n, b.n_test, b.width, b.epochs,
                                                            b.lr)
-    with pytest.raises(ValueError, match="confirmation"):
-        pr.PreregisteredConfig(p.development)
-    with pytest.raises(ValueError, match="development"):
-        pr.PreregisteredConfig(p.confirmation)
+    assert pr.PreregisteredConfig(p.confirmation[:1]).units == p.confirmation[:1]
+    with pytest.raises(ValueError, match="units"):
+        pr.PreregisteredConfig(())
     with pytest.raises(ValueError, match="before"):
         pr.PreregisteredConfig((*p.confirmation, *p.development))
     assert e.estimate is not None and e.estimate(p).seconds > e.estimate(q).seconds > 0
+    from genbounds import estimates  # unit by unit, as the command line and the lease ask
+    per = estimates.unit_seconds(e.name, p)
+    assert per is not None and len(per) == len(p.units) and min(per) > 0
 
 
 def _tiny(**kw: object) -> ce.CertUnit:

@@ -58,7 +58,8 @@ _MNIST: dict[str, dict[str, Any]] = {
 @dataclass(frozen=True)
 class PreregisteredConfig:
     """The study's certificate units: the development units (all five certificates) and the
-    confirmation units (one pre-registered certificate each), in that order."""
+    confirmation units (one pre-registered certificate each), in that order (the presets have
+    both; a config of one unit is what the estimator times unit by unit)."""
 
     PROTOCOL_VERSION: ClassVar[int] = 1
 
@@ -69,11 +70,6 @@ class PreregisteredConfig:
                 or not all(isinstance(u, ce.CertUnit) for u in self.units)):
             raise ValueError(f"units must be a non-empty tuple of CertUnit, got "
                              f"{self.units!r:.200}")
-        if not self.development:
-            raise ValueError("units: no development unit (one with preregistered empty)")
-        if not self.confirmation:
-            raise ValueError("units: no confirmation unit (one naming its pre-registered "
-                             "certificate)")
         if list(self.units) != [*self.development, *self.confirmation]:
             raise ValueError("units: the development units come before the confirmation units")
 
