@@ -25,7 +25,8 @@
 #   CPU cores, in parallel from the start (CUDA hidden from them: CUDA_VISIBLE_DEVICES=""),
 #   each `reproduce --scale paper --budget-minutes MINUTES --only STUDY [--match ...]`:
 #     chapter 04's two-layer rates units, chapter 06's MNIST settings, chapter 03's stand-in
-#     units, the certificates, but ONLY a study that is resumable or has a missing unit whose
+#     units, chapter 05's effective-rank units (resumable: always started, a checkpoint comes
+#     back), the pre-registered certificate, but ONLY a study that is resumable or has a missing unit whose
 #     estimate, calibrated on stored units that ran on this kind of machine, fits the budget
 #     (in the last lease every CPU worker refused to start for want of one and computed
 #     nothing; the worker's log says why it was not started); optionally (TESTS=1) the fused
@@ -133,7 +134,8 @@ cpu_worker() {  # name, then the reproduce arguments; CUDA hidden: these run on 
 
 # CPU cores: start first, they run for the whole budget
 upto() { if [ "$ONE" = 1 ]; then echo 1; else seq 1 "$1"; fi; }
-if [ "$OTHERS" = 1 ]; then  # 13 processes (the store's locks give each its own unit)
+if [ "$OTHERS" = 1 ]; then  # 15 processes (the store's locks give each its own unit); the
+  # effective-rank units are resumable (31.8 CPU-min each here), so their workers always start
   for i in $(upto 4); do cpu_worker "offset_deep_$i" --only offset_rademacher \
       --match study=rates arch=deep; sleep 1; done
   for i in $(upto 2); do cpu_worker "comparison_mnist01_$i" --only comparison \
@@ -142,7 +144,8 @@ if [ "$OTHERS" = 1 ]; then  # 13 processes (the store's locks give each its own 
       --match task=mnist01_shallow; sleep 1; done
   for i in $(upto 3); do cpu_worker "shallow_gd_$i" --only shallow_gd \
       --match dataset=fashion-standin; sleep 1; done
-  for i in $(upto 2); do cpu_worker "certificates_$i" --only certificates; sleep 1; done
+  for i in $(upto 3); do cpu_worker "effective_rank_$i" --only effective_rank; sleep 1; done
+  cpu_worker "preregistered_1" --only preregistered_certificate; sleep 1
 fi
 if [ "$TESTS" = 1 ]; then
   ( timeout 300 $PY -m pytest -q -p no:cacheprovider -o addopts="-ra" \
@@ -228,7 +231,7 @@ EOF
   grep -h "^\[sparse_majority\]\|SparseMajorityConfig" "$LOG/status.txt"
   tail -n 3 "$LOG/cuda_tests.log" 2>/dev/null
   for f in "$LOG"/offset_deep_*.log "$LOG"/comparison_*.log "$LOG"/shallow_gd_*.log \
-           "$LOG"/certificates_*.log; do
+           "$LOG"/effective_rank_*.log "$LOG"/preregistered_*.log; do
     [ -f "$f" ] || continue
     echo "== $(basename "$f")"; grep -v "Warning\|warn" "$f" | tail -n 3
   done
