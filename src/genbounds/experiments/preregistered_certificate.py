@@ -9,8 +9,8 @@ being worked out. This study separates the two stages:
    of each digit, and each 0/1 unit draws 800 of the 1,000 zeros and ones, so no 0/1 images are
    left over for development). The pair was fixed before any unit ran, neither digit being 0
    or 1 (it turned out harder than 0/1 for this network: a task of the same form, not of the
-   same difficulty). At the paper unit's sizes, both prior recipes (``prior_optimizer``: Adam at 0.03, or the book's
-   full-batch GD) and all five certificates are computed.
+   same difficulty). At the paper unit's sizes, both prior recipes (``prior_optimizer``: Adam
+   at 0.03, or the book's full-batch GD) and all five certificates are computed.
 2. **The choice** (:func:`development_choice`): the (recipe, certificate) with the smallest mean
    certificate over the development units. Nothing in it reads 0/1 digits.
 3. **Confirmation**: :data:`PREREGISTERED`, written here before any confirmation unit ran, on
