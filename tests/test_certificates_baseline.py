@@ -19,6 +19,7 @@ from genbounds.bounds import baselines as bl
 from genbounds.bounds import pac_bayes as pb
 from genbounds.experiments import certificates as ce
 from genbounds.experiments.registry import stored_units
+from genbounds.results.keys import config_hash
 
 G = pb.PRIOR_GRID_SIZE
 
@@ -138,8 +139,7 @@ def test_every_stored_mnist_unit_has_its_baseline_recomputed() -> None:
     assert len(mnist) == 3
     for rec in mnist:
         a = rec.arrays
-        u = next(x for x in found.units if dataclasses.asdict(x) == {
-            k: (tuple(v) if isinstance(v, list) else v) for k, v in rec.config.items()})
+        u = next(x for x in found.units if config_hash(x) == rec.key)
         got = ce.prior_split_errors(u, int(a["seed"][0]))
         n_b, d = int(a["data_prior.n_bound"][0]), float(a["delta_each"][0])
         assert got["n_bound"] == n_b and d == pytest.approx(0.05 / 5)
