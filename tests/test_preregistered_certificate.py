@@ -134,3 +134,34 @@ def test_the_selection_rule_takes_the_smallest_mean_certificate() -> None:
         pr.development_choice([])
     with pytest.raises(ValueError, match="occam"):
         pr.certificate_value({}, "occam")
+
+
+def test_every_stored_confirmation_certificate_is_recomputed_from_its_pieces() -> None:
+    """The committed paper-scale confirmation units: the PAC-Bayes-kl certificate from its
+    stored Monte Carlo error, KL and bound-set size at the whole delta, and the split
+    certificate from its stored error count; each at or above its floor."""
+    from genbounds.bounds import baselines as bl
+    from genbounds.experiments.registry import stored_units
+
+    found = stored_units(pr.EXPERIMENT, "paper", warn=False)
+    checked = 0
+    for u, rec in zip(found.units, found.results, strict=True):
+        if rec is None or not u.preregistered:
+            continue
+        a, tag = rec.arrays, u.preregistered
+        nb = int(a[f"{tag}.n_bound"][0])
+        assert a["delta_each"][0] == u.delta and u.mc_samples == pr.CONFIRMATION_DRAWS
+        again = pb.gaussian_certificate(float(a[f"{tag}.mc_error"][0]), u.mc_samples,
+                                        float(a[f"{tag}.kl"][0]), nb, u.delta,
+                                        mc_share=u.mc_share, grid_size=pb.PRIOR_GRID_SIZE)
+        assert math.isclose(again["bound"], float(a[f"{tag}.bound"][0]), rel_tol=1e-9)
+        k = int(a["split.bound_errors"][0])
+        assert float(a["split.bound"][0]) == pytest.approx(
+            bl.split_binomial_certificate(k, nb, u.delta), abs=1e-12)
+        floor = bl.pac_bayes_kl_floor(float(a[f"{tag}.mc_error"][0]), nb,
+                                      (1 - u.mc_share) * u.delta, grid_size=pb.PRIOR_GRID_SIZE)
+        assert floor <= float(a[f"{tag}.bound"][0])
+        checked += 1
+    stored = [u for u, r in zip(found.units, found.results, strict=True)
+              if r is not None and u.preregistered]
+    assert checked == len(stored)  # every stored confirmation unit (none is fine)
