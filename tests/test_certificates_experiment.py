@@ -22,9 +22,12 @@ def test_registered_with_quick_and_paper() -> None:
     assert {u.family for u in q.units} == set(ce.FAMILIES) == {u.family for u in p.units}
     mq = next(u for u in q.units if u.family == "mnist_shallow")
     assert mq.n == 400  # chapter 03's real-digit size
-    # paper scale: one unit per (family, seed), three seeds per family
-    for f in ce.FAMILIES:
-        fam = [u for u in p.units if u.family == f]
+    # paper scale: one unit per (family, size, seed), three seeds per size; the stand-in at
+    # N = 4,000 and at its largest N = 12,000
+    sizes = {(u.family, u.n) for u in p.units}
+    assert {n for f, n in sizes if f == "fashion_shallow"} == {4000, 12000}
+    for f, n in sizes:
+        fam = [u for u in p.units if (u.family, u.n) == (f, n)]
         assert sorted(u.first_seed for u in fam) == [0, 1, 2] and all(u.seeds == 1 for u in fam)
     assert len({dataclasses.astuple(u) for u in p.units}) == len(p.units)
     assert e.estimate is not None and e.estimate(q).seconds > 0

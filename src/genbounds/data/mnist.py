@@ -352,6 +352,15 @@ def _tokens(X: np.ndarray, y: np.ndarray, idx: np.ndarray, used: str, labels: st
     return readonly(images_to_patches(images)), readonly(lab)
 
 
+def check_digit_pair(digits: Any, name: str) -> tuple[int, int]:
+    """``digits`` as a pair of two distinct digits in 0-9; ValueError naming ``name`` if not."""
+    if (not isinstance(digits, tuple) or len(digits) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 9
+                   for v in digits) or digits[0] == digits[1]):
+        raise ValueError(f"{name} must be a tuple of two distinct digits in 0-9, got {digits!r}")
+    return digits[0], digits[1]
+
+
 def load_mnist01(
     n_train: int,
     n_test: int,
@@ -418,11 +427,7 @@ def load_mnist01(
     if labels not in ("01", "pm1"):
         raise ValueError(f"labels must be '01' or 'pm1'; got {labels!r}")
 
-    if (not isinstance(digits, tuple) or len(digits) != 2
-            or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 9
-                   for v in digits) or digits[0] == digits[1]):
-        raise ValueError(f"digits must be a tuple of two distinct digits in 0-9, got {digits!r}")
-    a, b = digits
+    a, b = check_digit_pair(digits, "digits")
     X, y, tr, te, used, note = _select_images(n_train, n_test, source, seed, cache_dir, digits)
     X_tr, y_tr = _tokens(X, y, tr, used, labels, positive=b)
     X_te, y_te = _tokens(X, y, te, used, labels, positive=b)

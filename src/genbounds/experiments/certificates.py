@@ -70,6 +70,7 @@ from genbounds.bounds import compression as cp
 from genbounds.bounds import derandomise as dr
 from genbounds.bounds import pac_bayes as pb
 from genbounds.bounds.registry import BoundKind, registered
+from genbounds.data.mnist import check_digit_pair
 from genbounds.experiments.code_files import code_of
 from genbounds.experiments.registry import Estimate, Experiment, register_experiment
 from genbounds.results.keys import OMIT_FROM_KEY
@@ -173,11 +174,7 @@ class CertUnit(TrainedFamily):
                      "subspace_steps", "batch"):
             check_int(getattr(self, name), name)
         check_choice(self.preregistered, "preregistered", ("", *CERTIFICATES))
-        if (not isinstance(self.digits, tuple) or len(self.digits) != 2
-                or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 9
-                       for v in self.digits) or self.digits[0] == self.digits[1]):
-            raise ValueError(f"digits must be a tuple of two distinct digits in 0-9, got "
-                             f"{self.digits!r}")
+        check_digit_pair(self.digits, "digits")
         if self.digits != (0, 1) and self.family != "mnist_shallow":
             raise ValueError(f"digits selects MNIST digits: only for family 'mnist_shallow', "
                              f"got family {self.family!r} with digits {self.digits!r}")
@@ -251,8 +248,9 @@ class CertificatesConfig:
     def paper(cls) -> CertificatesConfig:
         """The paper sizes of chapters 02-04, one unit per (family, seed) so that each unit
         takes minutes on one CPU core and several processes fill the store in parallel:
-        d_m = 64 at N = 400 real digits, the stand-in at N = 4,000 (d_m = 16: the largest that
-        fits a unit in minutes on one core), the authors' sparse majority (n = 300, T = 40,
+        d_m = 64 at N = 400 real digits, the stand-in at N = 4,000 (d_m = 16) and at its largest
+        N = 12,000 (every training image of its two classes; about an hour per unit on one
+        core), the authors' sparse majority (n = 300, T = 40,
         s = 9, d = 64, k = 32), teacher-student at n = 2,000; 3 seeds, 10,000 Monte Carlo
         draws (4,000 on the stand-in), 600 posterior steps, subspaces up to 256 dimensions."""
         common: dict[str, Any] = dict(post_steps=600, mc_samples=10000, subspace_steps=600,
@@ -267,8 +265,10 @@ class CertificatesConfig:
             CertUnit("teacher_student", n=2000, n_test=100000, width=4, epochs=2000, lr=1e-2,
                      T=8, d=4, **common),
         )
+        # the stand-in again at its largest size: every training image of its two classes
+        largest = dataclasses.replace(base[1], n=12000)
         return cls(units=tuple(dataclasses.replace(u, first_seed=j)
-                               for u in base for j in range(3)))
+                               for u in (*base, largest) for j in range(3)))
 
 
 def units(config: CertificatesConfig) -> list[CertUnit]:
