@@ -143,6 +143,24 @@ def test_a_unit_that_cannot_finish_and_cannot_stop_is_not_started(tmp_path, fake
     assert "not resumable" in report.describe()
 
 
+def test_a_unit_that_does_not_fit_is_passed_over_and_a_later_one_runs(tmp_path, fake) -> None:
+    """A non-resumable unit whose estimate exceeds the time left is not started, and the sweep
+    goes on: the cheaper unit after it runs (before: the sweep stopped at the first)."""
+    exp, clock = fake
+    est = {1: 600.0, 2: 6.0, 3: 600.0}  # seconds per unit: only unit 2 fits in 60 s
+    mixed = Experiment(name="fake_budget_mixed", chapter="x.md", description="x",
+                       config=exp.config, units=exp.units, run_unit=run_unit, code=exp.code,
+                       estimate=None)
+    store = ResultStore(tmp_path, "quick")
+    report = sweep(mixed, "quick", store=store, deadline=clock.now + 60.0,
+                   unit_seconds=lambda name, cfg, st: [est[n] for n in cfg])
+    assert [r is not None for r in report.results] == [False, True, False]
+    assert RUN["epochs"] == [(2, e) for e in range(EPOCHS)]
+    assert [u.n for u, _ in report.not_started] == [1, 3]  # each once, over both passes
+    assert "10.0 min" in report.not_started[0][1]
+    assert "not started" in (report.stopped or "") and "1 more unit" in report.stopped  # type: ignore[operator]
+
+
 def test_cli_budget_prints_done_in_progress_left_and_exits_0(tmp_path, fake, capsys) -> None:
     exp, clock = fake
     code = cli.main(["reproduce", "--only", "fake_budget", "--scale", "quick", "--results-dir",

@@ -12,7 +12,7 @@ from genbounds.bounds import compression as cp
 from genbounds.bounds import derandomise as dr
 from genbounds.bounds import pac_bayes as pb
 from genbounds.experiments import certificates as ce
-from genbounds.experiments.registry import get_experiment
+from genbounds.experiments.registry import get_experiment, stored_units
 
 
 def test_registered_with_quick_and_paper() -> None:
@@ -100,3 +100,29 @@ def test_tiny_unit_runs_and_its_certificates_are_consistent(family: str) -> None
         assert all(np.isnan(v).all() for k, v in out.items() if k.startswith("paper_risk"))
     else:
         assert any(np.isfinite(v).all() for k, v in out.items() if k.startswith("paper_risk"))
+
+
+def test_every_stored_paper_certificate_is_recomputed_from_its_pieces() -> None:
+    """Each committed paper unit of the study (every family and size; none stored: nothing to
+    check): its five certificates put together again from the stored errors, KLs, code lengths
+    and the unit's delta share, each above its predictor's error on the data it used."""
+    found = stored_units(ce.EXPERIMENT, "paper", warn=False)
+    for u, rec in zip(found.units, found.results, strict=True):
+        if rec is None:
+            continue
+        a, d = rec.arrays, u.delta / u.n_certificates
+        n_b = u.n - int(round(u.prior_fraction * u.n))
+        assert float(a["delta_each"][0]) == d
+        for tag, nb in (("data_prior", n_b), ("trained_gibbs", n_b), ("init_prior", u.n)):
+            assert int(a[f"{tag}.n_bound"][0]) == nb
+            c = pb.gaussian_certificate(float(a[f"{tag}.mc_error"][0]), u.mc_samples,
+                                        float(a[f"{tag}.kl"][0]), nb, d,
+                                        mc_share=u.mc_share, grid_size=pb.PRIOR_GRID_SIZE)
+            assert math.isclose(c["bound"], float(a[f"{tag}.bound"][0]), rel_tol=1e-9), (
+                u.family, u.n, tag)
+            assert c["bound"] >= c["mc_upper"] >= float(a[f"{tag}.mc_error"][0])
+        assert float(a["trained_draw.bound"][0]) == dr.disintegrated_kl_bound(
+            float(a["trained_draw.train_error"][0]), float(a["trained_draw.log_ratio"][0]),
+            n_b, d, grid_size=pb.PRIOR_GRID_SIZE)
+        assert math.isclose(float(a["occam.bound"][0]), cp.occam_bound(
+            float(a["occam.train_error"][0]), float(a["occam.bits"][0]), u.n, d), rel_tol=1e-12)

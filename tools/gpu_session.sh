@@ -28,9 +28,12 @@
 #     units, chapter 05's effective-rank units (resumable: always started, a checkpoint comes
 #     back), the pre-registered certificate, but ONLY a study that is resumable or has a missing unit whose
 #     estimate, calibrated on stored units that ran on this kind of machine, fits the budget
-#     (in the last lease every CPU worker refused to start for want of one and computed
-#     nothing; the worker's log says why it was not started); optionally (TESTS=1) the fused
-#     engine's and the precision tests on CUDA.
+#     left (in the lease of 2026-11-28 every CPU worker refused to start for want of one and
+#     computed nothing; the worker's log says why it was not started). A worker whose own
+#     study has nothing that fits goes on to the next study of FALLBACK (the offset study's
+#     short units, the comparison, the stand-in, the resumable effective-rank units), and a
+#     sweep passes over a unit that does not fit to the next one that does; optionally
+#     (TESTS=1) the fused engine's and the precision tests on CUDA.
 # The log folder is emptied at the start of each call (a warm machine kept the previous
 # call's logs, which the summary then repeated).
 # What comes back (under $OUT, at most 8 files of 16 MiB): summary.txt (prints the GPU cost per
@@ -82,9 +85,9 @@ left() {  # minutes left of the budget, at least 0.5
   awk -v t0="$T0" -v now="$(date +%s)" -v m="$MIN" \
     'BEGIN { x = m - (now - t0) / 60.0; if (x < 0.5) x = 0.5; printf "%.2f", x }'
 }
-worth_starting() {  # the reproduce arguments: 0 when the study is resumable or a missing
-  # unit's calibrated estimate fits the budget; prints why (planning runs on the CPU cores)
-  CUDA_VISIBLE_DEVICES="" $PY - "$MIN" "$@" <<'PYEOF'
+worth_starting() {  # minutes, then the reproduce arguments: 0 when the study is resumable or
+  # a missing unit's calibrated estimate fits those minutes; prints why (runs on the CPU cores)
+  CUDA_VISIBLE_DEVICES="" $PY - "$@" <<'PYEOF'
 import sys
 from genbounds import estimates
 from genbounds.experiments import get_experiment
@@ -122,14 +125,39 @@ if not fit:
 print(f"{only}: {len(fit)} missing unit(s) fit the budget ({per.describe()}), started")
 PYEOF
 }
-cpu_worker() {  # name, then the reproduce arguments; CUDA hidden: these run on the CPU cores
+# What a CPU worker falls back on once its own study has nothing that fits what is left, by
+# value per minute: the offset study's many short units, the comparison's settings, the
+# stand-in units, then the effective-rank units (resumable: they take any time that is left).
+FALLBACK=(:: --only offset_rademacher --match study=rates arch=deep
+          :: --only comparison --match task=mnist01
+          :: --only comparison --match task=mnist01_shallow
+          :: --only shallow_gd --match dataset=fashion-standin
+          :: --only effective_rank)
+cpu_worker() {  # name, then candidates separated by '::' (each the reproduce arguments of one
+  # study: the worker's own first, then FALLBACK), tried once each in order: every one that is
+  # resumable or has a missing unit fitting what is left of the budget runs until it has
+  # nothing more that fits, then the next. So no worker idles while work that fits is left.
+  # CUDA hidden: these run on the CPU cores.
   local name=$1; shift
   ( t0=$(date +%s)
-    if worth_starting "$@"; then
-      CUDA_VISIBLE_DEVICES="" timeout "$STOP" $PY -m genbounds reproduce --scale paper \
-        --budget-minutes "$MIN" --no-progress "$@"
-      echo "exit $? after $(( $(date +%s) - t0 )) s"
-    fi ) > "$LOG/$name.log" 2>&1 &
+    rest=("$@" "${FALLBACK[@]}")
+    while [ ${#rest[@]} -gt 0 ]; do
+      cand=()
+      while [ ${#rest[@]} -gt 0 ] && [ "${rest[0]}" != "::" ]; do
+        cand+=("${rest[0]}"); rest=("${rest[@]:1}")
+      done
+      [ ${#rest[@]} -gt 0 ] && rest=("${rest[@]:1}")
+      [ ${#cand[@]} -gt 0 ] || continue
+      M=$(left)
+      if awk -v m="$M" 'BEGIN { exit !(m < 1) }'; then
+        echo "budget spent after $(( $(date +%s) - t0 )) s"; break
+      fi
+      if worth_starting "$M" "${cand[@]}"; then
+        CUDA_VISIBLE_DEVICES="" timeout "$STOP" $PY -m genbounds reproduce --scale paper \
+          --budget-minutes "$M" --no-progress "${cand[@]}"
+        echo "exit $? after $(( $(date +%s) - t0 )) s (${cand[*]})"
+      fi
+    done ) > "$LOG/$name.log" 2>&1 &
 }
 
 # CPU cores: start first, they run for the whole budget

@@ -227,6 +227,9 @@ class SweepReport:
     results: list[StoredResult | None]
     in_progress: list[tuple[Any, int | None, int | None, Path]] = field(default_factory=list)
     stopped: str | None = None
+    #: ``(unit, why)`` for each unit a time budget did not let start (not resumable, and its
+    #: estimate beyond the time left); the sweep went on to the units after it.
+    not_started: list[tuple[Any, str]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -433,7 +436,8 @@ def sweep(
     ``BudgetExhausted`` at the deadline; the sweep then stops (no further unit) and reports the
     unit as in progress. The checkpoint is removed once the unit's result is stored. Before a
     unit starts, its estimate is compared with the time left: a unit that is not resumable and
-    would not finish is not started (the report says so).
+    would not finish is not started (the report says so), and the sweep goes on to the next
+    unit, which may fit what is left.
     """
     e = get_experiment(exp) if isinstance(exp, str) else exp
     scale_name, cfg, units, store = _sweep_context(e, scale, config, store, match)
@@ -464,6 +468,13 @@ def sweep(
                 bar.step([r is not None for r in report.results], _unit_label(unit))
     finally:
         bar.close()
+    if report.not_started and report.stopped is None:
+        first, why = report.not_started[0]
+        more = len(report.not_started) - 1
+        report.stopped = (f"unit {_unit_label(first)} not started: {why}, and {e.name} cannot "
+                          f"stop mid-unit (not resumable)"
+                          + (f"; {more} more unit(s) not started for the same reason"
+                             if more else ""))
     return report
 
 
@@ -525,10 +536,10 @@ def _run_one(e: Experiment, store: ResultStore, unit: Any, i: int, report: Sweep
             return False
         if not e.resumable and (est is None or est > left):
             why = "no estimate" if est is None else f"its estimate is {est / 60:.1f} min"
-            report.stopped = (f"unit {_unit_label(unit)} not started: {why}, "
-                              f"{left / 60:.1f} min of the budget left, and "
-                              f"{e.name} cannot stop mid-unit (not resumable)")
-            return False
+            if not any(unit is u for u, _ in report.not_started):
+                report.not_started.append((unit, f"{why}, {left / 60:.1f} min of the budget "
+                                                  "left"))
+            return True  # a later unit may fit what is left
     path = _checkpoint_file(e, store, unit)
     from genbounds.results.provenance import (
         describe_device,
