@@ -28,8 +28,9 @@
 #     units, chapter 05's effective-rank units (resumable: always started, a checkpoint comes
 #     back), the pre-registered certificate, but ONLY a study that is resumable or has a missing unit whose
 #     estimate, calibrated on stored units that ran on this kind of machine, fits the budget
-#     left (in the lease of 2026-11-28 every CPU worker refused to start for want of one and
-#     computed nothing; the worker's log says why it was not started). A worker whose own
+#     left, or whose model estimate fits where no unit ran on this kind of machine yet (in the
+#     lease of 2026-11-28 every CPU worker refused to start for want of a calibrated estimate
+#     and computed nothing; the worker's log says why it was not started). A worker whose own
 #     study has nothing that fits goes on to the next study of FALLBACK (the offset study's
 #     short units, the comparison, the stand-in, the resumable effective-rank units), and a
 #     sweep passes over a unit that does not fit to the next one that does; optionally
@@ -115,13 +116,14 @@ if e.resumable:
 per = estimates.unit_estimates(only, cfg, store)
 if per is None:
     print(f"{only}: NOT STARTED: not resumable and nothing estimates its units"); sys.exit(1)
-# Where no stored unit ran on this kind of device the model's own estimate errs by up to an
-# order of magnitude (issue #38: 10x on an H100), so a unit is started only if ten times its
-# estimate fits; the units that do are the probe that calibrates the next lease.
-margin = 1.0 if per.calibrated else 10.0
-cost = [s * margin for u, s in zip(units, per.seconds) if u in missing]
+# Where no stored unit ran on this kind of device the model's own estimate may err by an
+# order of magnitude (issue #38: 10x on an H100). A core left idle computes nothing for sure,
+# so the study starts on that estimate all the same: a unit that overruns is stopped at the
+# lease's end (lost, like the idle time it replaces), and every unit it finishes calibrates
+# the next lease on this kind of device.
+cost = [s for u, s in zip(units, per.seconds) if u in missing]
 fit = [c for c in cost if c <= 0.9 * budget]
-how = per.describe() + ("" if per.calibrated else "; x 10 for safety")
+how = per.describe() + ("" if per.calibrated else "; started on the model's own estimate")
 if not fit:
     print(f"{only}: NOT STARTED: the cheapest missing unit needs ~{min(cost) / 60:.1f} min "
           f"({how}), the budget is {budget / 60:.1f} min"); sys.exit(1)
