@@ -52,9 +52,11 @@ def test_configs_and_bad_input() -> None:
     for f in ("family", "n", "n_test", "width", "epochs", "lr"):
         assert getattr(q, f) == getattr(cq, f)
     paper = mc.MarginCertificatesConfig.paper().units
-    cp = {(u.family, u.first_seed): u for u in ce.CertificatesConfig.paper().units}
+    # the certificates study's unit of the same family, size and seed (it runs the stand-in
+    # at two sizes)
+    cp = {(u.family, u.n, u.first_seed): u for u in ce.CertificatesConfig.paper().units}
     for u in paper:
-        c = cp[(u.family, u.first_seed)]
+        c = cp[(u.family, u.n, u.first_seed)]
         assert (u.n, u.n_test, u.width, u.epochs, u.lr) == (c.n, c.n_test, c.width,
                                                            c.epochs, c.lr)
     with pytest.raises(ValueError, match="family"):
